@@ -1,0 +1,160 @@
+"""The task registry: the one list of the course's tasks.
+
+Docs, the test markers, the CLI, the release tool and the grader all read this list;
+nothing else in the repository enumerates tasks. A task's solution lives in the regions
+``# BEGIN SOLUTION <id>`` ... ``# END SOLUTION`` of the files it names, and its tests
+carry the pytest marker ``task<stage>_<n>`` (``0.4`` -> ``task0_4``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Task:
+    """One graded unit of work."""
+
+    id: str
+    """Dotted id, ``"<stage>.<n>"``."""
+    title: str
+    points: int
+    files: tuple[str, ...]
+    """Repository-relative files that hold the task's solution regions."""
+    functions: tuple[str, ...]
+    """Qualified names (``module:Class.method``) the student writes."""
+
+    @property
+    def stage(self) -> int:
+        """The stage (``moduleN``) the task belongs to."""
+        return int(self.id.split(".")[0])
+
+    @property
+    def marker(self) -> str:
+        """The pytest marker that selects the task's tests."""
+        return "task" + self.id.replace(".", "_")
+
+
+TASKS: tuple[Task, ...] = (
+    Task(
+        id="0.1",
+        title="Operators",
+        points=10,
+        files=("module0/operators.py",),
+        functions=(
+            "module0.operators:mul",
+            "module0.operators:id",
+            "module0.operators:add",
+            "module0.operators:neg",
+            "module0.operators:lt",
+            "module0.operators:eq",
+            "module0.operators:max",
+            "module0.operators:is_close",
+            "module0.operators:sigmoid",
+            "module0.operators:relu",
+            "module0.operators:log",
+            "module0.operators:exp",
+            "module0.operators:inv",
+            "module0.operators:log_back",
+            "module0.operators:inv_back",
+            "module0.operators:relu_back",
+        ),
+    ),
+    Task(
+        id="0.2",
+        title="Higher-order functions",
+        points=10,
+        files=("module0/operators.py",),
+        functions=(
+            "module0.operators:map",
+            "module0.operators:zipWith",
+            "module0.operators:reduce",
+            "module0.operators:negList",
+            "module0.operators:addLists",
+            "module0.operators:sum",
+            "module0.operators:prod",
+        ),
+    ),
+    Task(
+        id="0.3",
+        title="Module and Parameter tree",
+        points=10,
+        files=("module0/module.py",),
+        functions=(
+            "module0.module:Module.modules",
+            "module0.module:Module.train",
+            "module0.module:Module.eval",
+            "module0.module:Module.named_parameters",
+            "module0.module:Module.parameters",
+        ),
+    ),
+    Task(
+        id="0.4",
+        title="Central differences and Scalar forward",
+        points=15,
+        files=("module0/autodiff.py", "module0/scalar.py"),
+        functions=(
+            "module0.autodiff:central_difference",
+            "module0.scalar:Add.forward",
+            "module0.scalar:Log.forward",
+            "module0.scalar:Mul.forward",
+            "module0.scalar:Inv.forward",
+            "module0.scalar:Neg.forward",
+            "module0.scalar:Sigmoid.forward",
+            "module0.scalar:ReLU.forward",
+            "module0.scalar:Tanh.forward",
+            "module0.scalar:Exp.forward",
+            "module0.scalar:Pow.forward",
+            "module0.scalar:LT.forward",
+            "module0.scalar:EQ.forward",
+        ),
+    ),
+    Task(
+        id="0.5",
+        title="Autodiff engine and Scalar backward",
+        points=20,
+        files=("module0/autodiff.py", "module0/scalar.py"),
+        functions=(
+            "module0.autodiff:Variable.chain_rule",
+            "module0.autodiff:topological_sort",
+            "module0.autodiff:backpropagate",
+            "module0.scalar:Add.backward",
+            "module0.scalar:Log.backward",
+            "module0.scalar:Mul.backward",
+            "module0.scalar:Inv.backward",
+            "module0.scalar:Neg.backward",
+            "module0.scalar:Sigmoid.backward",
+            "module0.scalar:ReLU.backward",
+            "module0.scalar:Tanh.backward",
+            "module0.scalar:Exp.backward",
+            "module0.scalar:Pow.backward",
+            "module0.scalar:LT.backward",
+            "module0.scalar:EQ.backward",
+        ),
+    ),
+    Task(
+        id="0.6",
+        title="Optimizers and training a scalar network",
+        points=15,
+        files=("module0/optim.py", "module0/scalar_nn.py"),
+        functions=(
+            "module0.optim:SGD.step",
+            "module0.optim:Adam.step",
+            "module0.scalar_nn:ScalarLinear.forward",
+        ),
+    ),
+)
+
+
+def get_task(task_id: str) -> Task:
+    """Return the task with this id, or raise KeyError listing the known ids."""
+    for task in TASKS:
+        if task.id == task_id:
+            return task
+    known = ", ".join(t.id for t in TASKS)
+    raise KeyError(f"unknown task {task_id!r}; the registry has: {known}")
+
+
+def tasks_for_stage(stage: int) -> tuple[Task, ...]:
+    """The tasks of one stage, in registry order."""
+    return tuple(t for t in TASKS if t.stage == stage)

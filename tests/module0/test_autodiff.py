@@ -1,0 +1,293 @@
+"""Task 0.5: the autodiff engine (chain rule, topological sort, backpropagation) and
+every ScalarFunction's backward, checked against central differences."""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from module0.autodiff import backpropagate, central_difference, topological_sort
+from module0.errors import GraphReleasedError
+from module0.graph import draw_graph
+from module0.scalar import Scalar, ScalarFunction, derivative_check
+
+pytestmark = pytest.mark.task0_5
+
+small = st.floats(min_value=-5.0, max_value=5.0, allow_nan=False)
+positive = st.floats(min_value=0.1, max_value=10.0, allow_nan=False)
+away_from_zero = small.filter(lambda v: abs(v) > 0.05)
+
+
+def numeric_grads(f: Callable[..., Scalar], *values: float) -> list[float]:
+    """Central differences of f's value with respect to each argument."""
+
+    def as_float(*xs: float) -> float:
+        return f(*(Scalar(x) for x in xs)).data
+
+    return [central_difference(as_float, *values, arg=i) for i in range(len(values))]
+
+
+def backprop_grads(f: Callable[..., Scalar], *values: float) -> list[float]:
+    leaves = [Scalar(v) for v in values]
+    f(*leaves).backward()
+    return [0.0 if s.derivative is None else s.derivative for s in leaves]
+
+
+def assert_matches_central_difference(f: Callable[..., Scalar], *values: float) -> None:
+    for got, want in zip(backprop_grads(f, *values), numeric_grads(f, *values), strict=True):
+        assert got == pytest.approx(want, rel=1e-4, abs=1e-4)
+
+
+# -- every ScalarFunction's backward against central differences ----------------------
+
+UNARY: dict[str, tuple[Callable[[Scalar], Scalar], st.SearchStrategy[float]]] = {
+    "neg": (lambda x: -x, small),
+    "log": (lambda x: x.log(), positive),
+    "exp": (lambda x: x.exp(), small),
+    "inv": (lambda x: 1.0 / x, away_from_zero),
+    "sigmoid": (lambda x: x.sigmoid(), small),
+    "relu": (lambda x: x.relu(), away_from_zero),
+    "tanh": (lambda x: x.tanh(), small),
+    "pow3": (lambda x: x**3, small),
+    "pow-half": (lambda x: x**-0.5, positive),
+    "add-const": (lambda x: 2.5 + x, small),
+    "mul-const": (lambda x: x * -3.0, small),
+}
+
+BINARY: dict[str, Callable[[Scalar, Scalar], Scalar]] = {
+    "add": lambda x, y: x + y,
+    "sub": lambda x, y: x - y,
+    "mul": lambda x, y: x * y,
+    "div": lambda x, y: x / (y * y + 1.0),
+    "lt": lambda x, y: x < y,
+    "gt": lambda x, y: x > y,
+    "eq": lambda x, y: x == y,
+    "composite": lambda x, y: (x * y + x.exp()).sigmoid() * (y - x).tanh(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@given(data=st.data())
+def test_unary_backward_matches_central_difference(name: str, data: st.DataObject) -> None:
+    f, values = UNARY[name]
+    assert_matches_central_difference(f, data.draw(values))
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@given(a=small, b=small)
+def test_binary_backward_matches_central_difference(name: str, a: float, b: float) -> None:
+    if name in {"lt", "gt", "eq"}:
+        b = a + 1.0  # keep away from the discontinuity
+    assert_matches_central_difference(BINARY[name], a, b)
+
+
+def test_known_derivatives() -> None:
+    x, y = Scalar(2.0), Scalar(-3.0)
+    (x * y + x.exp()).backward()
+    assert x.derivative == pytest.approx(-3.0 + math.exp(2.0))
+    assert y.derivative == pytest.approx(2.0)
+    z = Scalar(0.0)
+    z.sigmoid().backward()
+    assert z.derivative == pytest.approx(0.25)
+    w = Scalar(0.5)
+    w.tanh().backward()
+    assert w.derivative == pytest.approx(1.0 - math.tanh(0.5) ** 2)
+
+
+# -- chain_rule ---------------------------------------------------------------------------
+
+
+def test_chain_rule_gives_each_input_its_derivative() -> None:
+    x, y = Scalar(3.0), Scalar(4.0)
+    z = x * y
+    pairs = z.chain_rule(2.0)
+    assert len(pairs) == 2
+    assert pairs[0][0] is x and pairs[1][0] is y
+    assert pairs[0][1] == 8.0
+    assert pairs[1][1] == 6.0
+
+
+def test_chain_rule_leaves_out_constants() -> None:
+    x = Scalar(3.0)
+    z = x * 5.0
+    pairs = z.chain_rule(1.0)
+    assert len(pairs) == 1
+    assert pairs[0][0] is x
+    assert pairs[0][1] == 5.0
+
+
+def test_chain_rule_of_a_unary_function() -> None:
+    x = Scalar(2.0)
+    pairs = x.log().chain_rule(3.0)
+    assert len(pairs) == 1
+    assert pairs[0][0] is x
+    assert pairs[0][1] == pytest.approx(1.5)
+
+
+# -- topological sort -----------------------------------------------------------------
+
+
+def test_topological_sort_of_a_diamond() -> None:
+    x = Scalar(1.0)
+    a = x * 2.0
+    b = x.exp()
+    out = a + b
+    order = topological_sort(out)
+    ids = [v.unique_id for v in order]
+    assert order[0] is out
+    assert sorted(ids) == sorted({out.unique_id, a.unique_id, b.unique_id, x.unique_id})
+    position = {v.unique_id: i for i, v in enumerate(order)}
+    for var in (out, a, b):
+        for parent in var.parents:
+            if not parent.is_constant():
+                assert position[var.unique_id] < position[parent.unique_id]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=10), min_size=1, max_size=30))
+def test_topological_sort_puts_every_node_before_its_inputs(picks: list[int]) -> None:
+    """A random DAG: each new node combines two earlier ones."""
+    nodes = [Scalar(1.0), Scalar(2.0)]
+    for k in picks:
+        nodes.append(nodes[k % len(nodes)] * 0.5 + nodes[(k * 7 + 1) % len(nodes)])
+    order = topological_sort(nodes[-1])
+    position = {v.unique_id: i for i, v in enumerate(order)}
+    assert len(position) == len(order)
+    assert order[0] is nodes[-1]
+    for var in order:
+        for parent in var.parents:
+            if not parent.is_constant():
+                assert position[var.unique_id] < position[parent.unique_id]
+
+
+def test_topological_sort_skips_constants() -> None:
+    x = Scalar(2.0)
+    c = Scalar(5.0, requires_grad=False)
+    out = x * c
+    order = topological_sort(out)
+    assert c.unique_id not in {v.unique_id for v in order}
+    assert {v.unique_id for v in order} == {out.unique_id, x.unique_id}
+
+
+# -- backpropagation ------------------------------------------------------------------
+
+
+def test_a_value_used_many_times_collects_every_use() -> None:
+    x = Scalar(3.0)
+    (x * x * x).backward()
+    assert x.derivative == pytest.approx(27.0)
+    y = Scalar(2.0)
+    total = y
+    for _ in range(9):
+        total = total + y
+    total.backward()
+    assert y.derivative == pytest.approx(10.0)
+
+
+def test_derivatives_accumulate_over_backward_calls() -> None:
+    x = Scalar(2.0)
+    (x * 4.0).backward()
+    (x * x).backward()
+    assert x.derivative == pytest.approx(8.0)
+
+
+def test_constants_get_no_derivative() -> None:
+    x = Scalar(2.0)
+    c = Scalar(7.0, requires_grad=False)
+    (x * c + c).backward()
+    assert c.derivative is None
+    assert x.derivative == pytest.approx(7.0)
+
+
+def test_backpropagate_scales_by_the_output_derivative() -> None:
+    x = Scalar(3.0)
+    y = x * x
+    backpropagate(y, 0.5)
+    assert x.derivative == pytest.approx(3.0)
+    z = Scalar(1.0)
+    (z * 2.0).backward(d_output=-4.0)
+    assert z.derivative == pytest.approx(-8.0)
+
+
+def test_a_long_chain_backpropagates_without_recursion() -> None:
+    x = Scalar(1.0)
+    y = x
+    for _ in range(100_000):
+        y = y + 1e-5
+    y.backward()
+    assert x.derivative == 1.0
+    assert y.data == pytest.approx(2.0)
+
+
+def test_backward_twice_raises_unless_the_graph_is_retained() -> None:
+    x = Scalar(2.0)
+    y = x.exp() * x
+    y.backward()
+    with pytest.raises(GraphReleasedError, match="retain_graph"):
+        y.backward()
+    z = x.exp() * x
+    x.derivative = None
+    z.backward(retain_graph=True)
+    z.backward()
+    assert x.derivative == pytest.approx(2 * 3 * math.exp(2.0))
+
+
+def test_a_training_step_leaves_no_reference_cycles() -> None:
+    """Graphs are freed by reference counting: the cyclic collector finds nothing."""
+    gc.collect()
+    gc.disable()
+    try:
+        w = [Scalar(0.1 * i) for i in range(5)]
+        for _ in range(3):
+            total = Scalar(0.0)
+            for i, v in enumerate(w):
+                total = total + (v * float(i) - 1.0).relu() ** 2 + v.sigmoid().log()
+            total.backward()
+            for v in w:
+                assert v.derivative is not None
+                v.data -= 0.01 * v.derivative
+                v.derivative = None
+            del total
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+# -- learner tools built on the engine ----------------------------------------------------
+
+
+def test_derivative_check_passes_correct_functions() -> None:
+    derivative_check(lambda x, y: (x * y).sigmoid() + y.exp(), Scalar(0.3), Scalar(-1.2))
+    derivative_check(lambda x: x.log() * x, Scalar(2.0))
+
+
+def test_derivative_check_catches_a_wrong_backward() -> None:
+    class WrongSquare(ScalarFunction):
+        @staticmethod
+        def forward(ctx, a):  # type: ignore[no-untyped-def, override]
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, d):  # type: ignore[no-untyped-def, override]
+            (a,) = ctx.saved_values
+            return a * d  # should be 2 * a * d
+
+    with pytest.raises(AssertionError, match="argument 0"):
+        derivative_check(lambda x: WrongSquare.apply(x), Scalar(3.0))
+
+
+def test_draw_graph_writes_a_png(tmp_path: Path) -> None:
+    x, y = Scalar(2.0, name="x"), Scalar(-1.0, name="y")
+    z = (x * y + x.exp()).relu()
+    z.backward()
+    out = draw_graph(z, tmp_path / "graph.png", title="z")
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 5_000
+    assert x.derivative == pytest.approx(-1.0 + math.exp(2.0))

@@ -1,0 +1,66 @@
+"""Typed errors raised by provided (ungraded) parts of stage 0."""
+
+from __future__ import annotations
+
+import pytest
+
+from module0.autodiff import Context
+from module0.errors import ForwardTypeError, GraphReleasedError, MiniTorchError
+from module0.optim import SGD, Adam
+from module0.scalar import Scalar, ScalarFunction
+
+
+class ReturnsInt(ScalarFunction):
+    @staticmethod
+    def forward(ctx: Context, a: float) -> float:
+        return int(a)  # type: ignore[return-value]
+
+
+class ReturnsTuple(ScalarFunction):
+    @staticmethod
+    def forward(ctx: Context, a: float, b: float) -> float:
+        return (a, b)  # type: ignore[return-value]
+
+
+def test_forward_returning_a_non_float_is_a_typed_error() -> None:
+    with pytest.raises(ForwardTypeError, match=r"ReturnsInt\.forward must return a float.*int"):
+        ReturnsInt.apply(Scalar(2.5))
+    with pytest.raises(ForwardTypeError, match="tuple"):
+        ReturnsTuple.apply(Scalar(1.0), 2.0)
+    with pytest.raises(ForwardTypeError):  # also when no gradient is needed
+        ReturnsInt.apply(Scalar(2.5, requires_grad=False))
+    assert issubclass(ForwardTypeError, TypeError)
+    assert issubclass(ForwardTypeError, MiniTorchError)
+
+
+def test_operations_reject_non_numbers() -> None:
+    with pytest.raises(TypeError, match="str"):
+        ReturnsInt.apply("3")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="constant number"):
+        Scalar(2.0) ** Scalar(2.0)  # type: ignore[operator]
+
+
+def test_reading_released_saved_values_is_a_typed_error() -> None:
+    ctx = Context(ReturnsInt, ())
+    ctx.save_for_backward(1.0, 2.0)
+    assert ctx.saved_values == (1.0, 2.0)
+    ctx.release()
+    with pytest.raises(GraphReleasedError, match="retain_graph=True"):
+        _ = ctx.saved_values
+
+
+def test_backward_on_a_constant_explains_itself() -> None:
+    with pytest.raises(RuntimeError, match="requires no gradient"):
+        Scalar(1.0, requires_grad=False).backward()
+
+
+def test_optimizers_validate_their_arguments() -> None:
+    from module0.module import Parameter
+
+    p = [Parameter(Scalar(1.0))]
+    with pytest.raises(ValueError, match="empty parameter list"):
+        SGD([])
+    with pytest.raises(ValueError, match="momentum"):
+        SGD(p, momentum=1.5)
+    with pytest.raises(ValueError, match="lr"):
+        Adam(p, lr=-1.0)

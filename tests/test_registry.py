@@ -1,0 +1,112 @@
+"""The task registry agrees with the code and the tests.
+
+Each task's files exist and hold its solution regions; each function it names exists
+and contains a region of that task; every region in the code names a registered task;
+and every task has at least three tests carrying its marker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.registry import TASKS, get_task
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN = re.compile(r"^\s*# BEGIN SOLUTION (\S+)\s*$")
+END = re.compile(r"^\s*# END SOLUTION\s*$")
+
+
+def regions(path: Path) -> list[tuple[str, int, int]]:
+    """(task id, begin line, end line) of every region in a file; asserts nesting."""
+    found: list[tuple[str, int, int]] = []
+    open_id: tuple[str, int] | None = None
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if m := BEGIN.match(line):
+            assert open_id is None, f"{path}:{number}: region opened inside another"
+            open_id = (m.group(1), number)
+        elif END.match(line):
+            assert open_id is not None, f"{path}:{number}: END without BEGIN"
+            found.append((open_id[0], open_id[1], number))
+            open_id = None
+        else:
+            assert "SOLUTION" not in line or "BEGIN" not in line, f"{path}:{number}: {line!r}"
+    assert open_id is None, f"{path}: region {open_id[0]} never closed"
+    return found
+
+
+def code_files() -> list[Path]:
+    return sorted(p for d in ("module0", "project") for p in (ROOT / d).rglob("*.py"))
+
+
+def test_ids_and_markers_are_unique_and_well_formed() -> None:
+    ids = [t.id for t in TASKS]
+    assert len(ids) == len(set(ids))
+    for task in TASKS:
+        assert re.fullmatch(r"\d+\.\d+", task.id)
+        assert task.marker == f"task{task.stage}_{task.id.split('.')[1]}"
+        assert task.points > 0 and task.title and task.files and task.functions
+    assert get_task("0.3").title == TASKS[2].title
+    with pytest.raises(KeyError, match=r"0\.1"):
+        get_task("9.9")
+
+
+def test_every_region_names_a_task_that_declares_its_file() -> None:
+    seen: set[tuple[str, str]] = set()
+    for path in code_files():
+        rel = path.relative_to(ROOT).as_posix()
+        for task_id, begin, _ in regions(path):
+            task = get_task(task_id)
+            assert rel in task.files, f"{rel}:{begin}: task {task_id} does not list this file"
+            seen.add((task_id, rel))
+    for task in TASKS:
+        for rel in task.files:
+            assert (task.id, rel) in seen, f"task {task.id} lists {rel} but has no region there"
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
+def test_every_listed_function_holds_a_region_of_its_task(task: object) -> None:
+    assert hasattr(task, "functions")
+    for qualified in task.functions:  # type: ignore[attr-defined]
+        module_name, _, attr_path = qualified.partition(":")
+        obj: object = importlib.import_module(module_name)
+        for part in attr_path.split("."):
+            obj = getattr(obj, part)
+        source = inspect.getsource(obj)  # type: ignore[arg-type]
+        assert f"# BEGIN SOLUTION {task.id}" in source, f"{qualified} has no region of {task.id}"  # type: ignore[attr-defined]
+        file = inspect.getsourcefile(obj)  # type: ignore[arg-type]
+        assert file is not None
+        assert Path(file).resolve().relative_to(ROOT).as_posix() in task.files  # type: ignore[attr-defined]
+
+
+COLLECT = """
+import json, sys, pytest
+class Markers:
+    def __init__(self): self.counts = {}
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            for mark in item.iter_markers():
+                self.counts[mark.name] = self.counts.get(mark.name, 0) + 1
+plugin = Markers()
+code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "tests"], plugins=[plugin])
+print("COUNTS=" + json.dumps(plugin.counts))
+sys.exit(code)
+"""
+
+
+def test_every_task_has_at_least_three_tests() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", COLLECT], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("COUNTS="))
+    counts = json.loads(line.removeprefix("COUNTS="))
+    for task in TASKS:
+        assert counts.get(task.marker, 0) >= 3, f"task {task.id} has {counts.get(task.marker)}"
