@@ -224,8 +224,10 @@ def backpropagate(variable: Variable, deriv: Any, retain_graph: bool = False) ->
 
     Each leaf's derivative is *accumulated* (added to what it had), so a value used
     many times gets the sum of its uses and repeated backward calls add up. Unless
-    ``retain_graph`` is set, each Context is released once used, so the same graph
-    cannot silently be backpropagated twice.
+    ``retain_graph`` is set, each Context is released once used: its saved values are
+    freed, and a second backward that needs them raises GraphReleasedError (as in
+    PyTorch, a part of the graph that saved nothing, such as an addition, can be
+    backpropagated again).
     """
     # BEGIN SOLUTION 0.5
     derivs: dict[int, Any] = {variable.unique_id: deriv}

@@ -82,15 +82,20 @@ class Module:
             )
         if isinstance(value, Parameter):
             param = value
-            if param.name is None:
-                param.name = name
-                param._mark_trainable()
+            param.name = name
+            param._mark_trainable()
         else:
             param = Parameter(value, name)
         self._parameters[name] = param
         return param
 
     def __setattr__(self, name: str, value: Any) -> None:
+        registered = self.__dict__.get("_parameters", {})
+        if name in registered and not isinstance(value, (Parameter, Module)):
+            raise TypeError(
+                f"{type(self).__name__}.{name} is a Parameter; assign a Parameter, or update "
+                f"its value with self.{name}.update(...), not a {type(value).__name__}"
+            )
         if isinstance(value, Parameter):
             self.add_parameter(name, value)
         elif isinstance(value, Module):
@@ -107,6 +112,8 @@ class Module:
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails.
         d = self.__dict__
+        if name in ("_modules", "_parameters", "training"):
+            self._check_init()
         if name in d.get("_parameters", ()):
             return d["_parameters"][name]
         if name in d.get("_modules", ()):
@@ -181,10 +188,10 @@ class Module:
         if not self._modules:
             return head
         lines = [f"{type(self).__name__}("]
+        if own:
+            lines.append(f"  parameters: {own}")
         for name, child in self._modules.items():
             child_repr = repr(child).replace("\n", "\n  ")
             lines.append(f"  ({name}): {child_repr}")
-        if own:
-            lines.append(f"  parameters: {own}")
         lines.append(")")
         return "\n".join(lines)

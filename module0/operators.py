@@ -1,8 +1,9 @@
 """Task 0.1 and 0.2: the float operators every later stage builds on, and higher-order
 functions over lists.
 
-Every operator here takes and returns plain Python floats and stays inside the subset of
-Python that Numba can compile, so later stages can jit them unchanged.
+The task 0.1 operators take and return plain floats and use only float arithmetic and
+``math``, so stage 2 can compile them with Numba unchanged (jitting each operator that
+another one calls, such as ``inv`` inside ``log_back``).
 
 Domain conventions (IEEE 754, as NumPy and PyTorch do):
 ``log(0) == -inf``, ``log(x) is nan`` for ``x < 0``; ``inv(0.0) == inf`` and
@@ -62,9 +63,10 @@ def eq(x: float, y: float) -> float:
 
 
 def max(x: float, y: float) -> float:
-    """Return the larger of ``x`` and ``y`` (``x`` when they are equal)."""
+    """Return the larger of ``x`` and ``y`` (``x`` when they are equal; nan if either is
+    nan, as ``torch.maximum``)."""
     # BEGIN SOLUTION 0.1
-    return x if x >= y else y
+    return x if x >= y or math.isnan(x) else y
     # END SOLUTION
 
 
@@ -91,9 +93,9 @@ def sigmoid(x: float) -> float:
 
 
 def relu(x: float) -> float:
-    """Return ``x`` if ``x > 0`` else 0.0."""
+    """Return ``x`` if ``x > 0`` else 0.0 (nan stays nan, as in PyTorch)."""
     # BEGIN SOLUTION 0.1
-    return x if x > 0.0 else 0.0
+    return 0.0 if x <= 0.0 else x
     # END SOLUTION
 
 
@@ -174,7 +176,7 @@ def zipWith(
         left, right = list(xs), list(ys)
         if len(left) != len(right):
             raise ValueError(f"zipWith: lists of different lengths {len(left)} and {len(right)}")
-        return [fn(x, y) for x, y in zip(left, right, strict=True)]
+        return [fn(x, y) for x, y in zip(left, right, strict=False)]
 
     return apply
     # END SOLUTION

@@ -39,7 +39,12 @@ def test_map_applies_fn_to_each_element() -> None:
 
 def test_map_of_empty_list_is_empty_list() -> None:
     calls: list[float] = []
-    result = operators.map(lambda x: calls.append(x) or x)([])
+
+    def record(x: float) -> float:
+        calls.append(x)
+        return x
+
+    result = operators.map(record)([])
     assert result == []
     assert isinstance(result, list)
     assert calls == []

@@ -49,14 +49,14 @@ def test_parameter_name_clashing_with_child_module_raises() -> None:
 def test_parameter_assignment_clashing_with_child_module_raises() -> None:
     holder = Holder()
     with pytest.raises(ParameterNameError, match="child"):
-        holder.child = Parameter(5.0)
+        holder.child = Parameter(5.0)  # type: ignore[assignment]
     assert isinstance(holder.child, Leaf)
 
 
 def test_module_assignment_clashing_with_parameter_raises() -> None:
     holder = Holder()
     with pytest.raises(ParameterNameError) as excinfo:
-        holder.scale = Leaf()
+        holder.scale = Leaf()  # type: ignore[assignment]
     message = str(excinfo.value)
     assert "'scale'" in message
     assert "parameter" in message
@@ -68,7 +68,7 @@ def test_parameter_name_error_is_a_value_error_and_minitorch_error() -> None:
     with pytest.raises(ValueError):
         Holder().add_parameter("child", 0.0)
     with pytest.raises(MiniTorchError):
-        Holder().scale = Leaf()
+        Holder().scale = Leaf()  # type: ignore[assignment]
 
 
 @pytest.mark.parametrize("cls", [Forgetful, ForgetfulWithChild])
@@ -114,3 +114,24 @@ def test_repr_of_three_level_tree_nests_in_order() -> None:
     first_line = next(line for line in text.splitlines() if "(first)" in line)
     indent = len(child_line) - len(child_line.lstrip())
     assert indent > len(first_line) - len(first_line.lstrip())
+
+
+def test_assigning_a_plain_value_over_a_parameter_is_rejected() -> None:
+    leaf = Leaf()
+    with pytest.raises(TypeError, match=r"Leaf\.weight is a Parameter"):
+        leaf.weight = 5.0  # type: ignore[assignment]
+
+
+def test_add_parameter_renames_a_named_parameter() -> None:
+    m = Module()
+    p = m.add_parameter("new", Parameter(2.0, name="old"))
+    assert p.name == "new"
+
+
+def test_missing_super_init_is_explained_on_any_access() -> None:
+    class Forgetful(Module):
+        def __init__(self) -> None:
+            pass
+
+    with pytest.raises(RuntimeError, match=r"super\(\)\.__init__\(\)"):
+        Forgetful()._parameters  # noqa: B018

@@ -408,3 +408,10 @@ def test_unary_operators_never_raise(x: float) -> None:
     assert results["relu"] >= 0.0
     assert results["exp"] >= 0.0
     assert results["neg"] == -x
+
+
+def test_relu_and_max_propagate_nan() -> None:
+    assert math.isnan(operators.relu(NAN))
+    assert math.isnan(operators.max(NAN, 1.0))
+    assert math.isnan(operators.max(1.0, NAN))
+    assert operators.relu_back(NAN, 2.0) == 0.0
