@@ -73,6 +73,27 @@ def central_difference(
 # ## The graph's records
 
 
+class _Released:
+    """Stands in for the saved values of every released Context: any use raises."""
+
+    __slots__ = ()
+
+    def _fail(self, *args: Any) -> Any:
+        raise GraphReleasedError(
+            "backward reached an operation a second time, but the values its forward saved "
+            "were freed after the first backward; pass retain_graph=True to the first "
+            "backward() to keep them"
+        )
+
+    __iter__ = __getitem__ = __len__ = _fail
+
+    def __repr__(self) -> str:
+        return "<released>"
+
+
+_RELEASED: Any = _Released()
+
+
 class Context:
     """The record of one operation: the function that ran (``last_fn``, a Function class
     with ``backward(ctx, d_output)`` giving one derivative per input, or a lone value for
@@ -83,40 +104,29 @@ class Context:
     graph node. It points only at inputs, never at its result, so graphs have no cycles.
 
     After :func:`backpropagate` has used a Context it is *released*: its saved values are
-    dropped to free memory (unless the caller passed ``retain_graph=True``), and reading
+    dropped to free memory (unless the caller passed ``retain_graph=True``), and using
     them again raises :class:`GraphReleasedError`.
     """
 
-    __slots__ = ("_saved", "inputs", "last_fn", "no_grad")
+    __slots__ = ("inputs", "last_fn", "saved_values")
 
-    def __init__(
-        self, last_fn: Any, inputs: tuple[Variable, ...] = (), no_grad: bool = False
-    ) -> None:
+    def __init__(self, last_fn: Any, inputs: tuple[Variable, ...] = ()) -> None:
         self.last_fn = last_fn
         self.inputs = inputs
-        self.no_grad = no_grad
-        self._saved: tuple[Any, ...] | None = ()
+        self.saved_values: tuple[Any, ...] = ()
 
     def save_for_backward(self, *values: Any) -> None:
-        """Keep ``values`` for the backward pass (a no-op when no gradient is needed)."""
-        if not self.no_grad:
-            self._saved = values
-
-    @property
-    def saved_values(self) -> tuple[Any, ...]:
-        """The values given to :meth:`save_for_backward`, in order."""
-        saved = self._saved
-        if saved is None:
-            raise GraphReleasedError(
-                f"backward reached {self.last_fn.__name__} a second time, but the values it "
-                "saved were freed after the first backward; pass retain_graph=True to the "
-                "first backward() to keep them"
-            )
-        return saved
+        """Keep ``values`` for the backward pass; they come back as ``saved_values``."""
+        self.saved_values = values
 
     def release(self) -> None:
-        """Drop the saved values; a later read raises GraphReleasedError."""
-        self._saved = None
+        """Drop the saved values; using them afterwards raises GraphReleasedError."""
+        self.saved_values = _RELEASED
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` has run."""
+        return isinstance(self.saved_values, _Released)
 
     def __repr__(self) -> str:
         return f"Context({self.last_fn.__name__}, inputs={len(self.inputs)})"

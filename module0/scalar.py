@@ -198,7 +198,7 @@ class ScalarFunction:
             if isinstance(out, float):
                 return Scalar(out, ctx)
         else:
-            out = cls.forward(Context(cls, no_grad=True), *raw)
+            out = cls.forward(Context(cls), *raw)
             if isinstance(out, float):
                 return Scalar(out, requires_grad=False)
         raise ForwardTypeError(

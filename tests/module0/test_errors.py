@@ -44,9 +44,13 @@ def test_reading_released_saved_values_is_a_typed_error() -> None:
     ctx = Context(ReturnsInt, ())
     ctx.save_for_backward(1.0, 2.0)
     assert ctx.saved_values == (1.0, 2.0)
+    assert not ctx.released
     ctx.release()
+    assert ctx.released
     with pytest.raises(GraphReleasedError, match="retain_graph=True"):
-        _ = ctx.saved_values
+        _a, _b = ctx.saved_values
+    with pytest.raises(GraphReleasedError):
+        _ = ctx.saved_values[0]
 
 
 def test_backward_on_a_constant_explains_itself() -> None:
