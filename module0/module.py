@@ -128,13 +128,14 @@ class Module:
         return list(self._modules.values())
         # END SOLUTION
 
-    def train(self) -> Module:
-        """Set training mode on this module and every descendant; return self."""
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (``mode=False``: evaluation mode) on this module and every
+        descendant; return self."""
         # BEGIN SOLUTION 0.3
         stack: list[Module] = [self]
         while stack:
             module = stack.pop()
-            module.__dict__["training"] = True
+            module.__dict__["training"] = mode
             stack.extend(module._modules.values())
         return self
         # END SOLUTION
@@ -142,12 +143,7 @@ class Module:
     def eval(self) -> Module:
         """Set evaluation mode on this module and every descendant; return self."""
         # BEGIN SOLUTION 0.3
-        stack: list[Module] = [self]
-        while stack:
-            module = stack.pop()
-            module.__dict__["training"] = False
-            stack.extend(module._modules.values())
-        return self
+        return self.train(False)
         # END SOLUTION
 
     def named_parameters(self) -> Sequence[tuple[str, Parameter]]:
