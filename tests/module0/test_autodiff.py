@@ -291,3 +291,15 @@ def test_draw_graph_writes_a_png(tmp_path: Path) -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 5_000
     assert x.derivative == pytest.approx(-1.0 + math.exp(2.0))
+
+
+def test_draw_graph_refuses_graphs_too_big_to_read(tmp_path: Path) -> None:
+    x = Scalar(1.0)
+    y = x
+    for _ in range(200):
+        y = y * 1.01
+    with pytest.raises(ValueError, match="nodes"):
+        draw_graph(y, tmp_path / "big.png")
+    assert not (tmp_path / "big.png").exists()
+    y.backward()
+    assert x.derivative == pytest.approx(1.01**200)

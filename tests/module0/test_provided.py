@@ -1,10 +1,10 @@
-"""Typed errors raised by provided (ungraded) parts of stage 0."""
+"""Provided (ungraded) parts of stage 0: typed errors, no_grad, Context release."""
 
 from __future__ import annotations
 
 import pytest
 
-from module0.autodiff import Context
+from module0.autodiff import Context, grad_mode, no_grad
 from module0.errors import ForwardTypeError, GraphReleasedError, MiniTorchError
 from module0.optim import SGD, Adam
 from module0.scalar import Scalar, ScalarFunction
@@ -68,3 +68,25 @@ def test_optimizers_validate_their_arguments() -> None:
         SGD(p, momentum=1.5)
     with pytest.raises(ValueError, match="lr"):
         Adam(p, lr=-1.0)
+
+
+def test_no_grad_records_no_history_and_restores_the_mode() -> None:
+    w = Scalar(0.5)
+    with no_grad():
+        y = ReturnsFloat.apply(w, 3.0)
+        assert not grad_mode.enabled
+    assert y.data == 1.5
+    assert y.history is None and not y.requires_grad
+    assert grad_mode.enabled
+    with pytest.raises(ZeroDivisionError), no_grad():
+        _ = 1 / 0
+    assert grad_mode.enabled
+    z = ReturnsFloat.apply(w, 3.0)
+    assert z.history is not None and z.history.inputs[0] is w
+
+
+class ReturnsFloat(ScalarFunction):
+    @staticmethod
+    def forward(ctx: Context, a: float, b: float) -> float:
+        ctx.save_for_backward(a, b)
+        return a * b
