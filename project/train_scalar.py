@@ -15,7 +15,7 @@ import argparse
 import csv
 import gc
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,7 +88,9 @@ def epoch(model: ScalarNetwork, data: Graph, optimizer: Optimizer) -> tuple[floa
     return mean.data, correct / data.N
 
 
-def predictor(model: ScalarNetwork) -> object:
+def predictor(model: ScalarNetwork) -> Callable[[Sequence[tuple[float, float]]], list[float]]:
+    """P(class 1) for a batch of points, computed without building graphs."""
+
     def predict(points: Sequence[tuple[float, float]]) -> list[float]:
         with no_grad():
             return [model(p).data for p in points]
@@ -142,7 +144,7 @@ def train(config: Config, console: Console | None = None) -> Result:
     if config.figure:
         result.figure_path = plot_classifier(
             data,
-            predictor(model),  # type: ignore[arg-type]
+            predictor(model),
             result.losses,
             result.accuracies,
             run_dir / "figure.png",
