@@ -1,8 +1,10 @@
-"""Shared test configuration: Hypothesis profiles and the task markers.
+"""Shared test configuration: the task markers and the Hypothesis profiles.
 
-Profiles: ``ci`` (few examples, no deadline; chosen automatically when the ``CI``
-environment variable is set) and ``dev`` (more examples). Pick one explicitly with
-``HYPOTHESIS_PROFILE=dev pytest``.
+Both come from ``autograder/pytest_plugin.py``, which the course tooling also loads on
+its own when it grades with ``--noconftest``. Profiles: ``ci`` (25 examples, no
+deadline; chosen automatically when the ``CI`` environment variable is set), ``dev``
+(150 examples) and ``verify`` (10, no shrinking); pick one with
+``HYPOTHESIS_PROFILE=dev``.
 
 Every task in ``autograder/registry.py`` registers its marker (``task0_4``), so a test
 file marks its tests with ``pytestmark = pytest.mark.task0_4`` and ``pytest -m task0_4``
@@ -11,26 +13,12 @@ runs one task's tests. ``--strict-markers`` (in pyproject.toml) rejects unknown 
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from hypothesis import HealthCheck, settings
 
-from autograder.registry import TASKS
+from autograder.pytest_plugin import load_hypothesis_profile, register_markers
 
-settings.register_profile(
-    "ci",
-    max_examples=25,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile("dev", max_examples=150, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+load_hypothesis_profile()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for task in TASKS:
-        config.addinivalue_line(
-            "markers", f"{task.marker}: Task {task.id} ({task.title}, {task.points} points)"
-        )
+    register_markers(config)

@@ -1,0 +1,102 @@
+"""The ``minitorch`` command: course tooling for instructors and students.
+
+minitorch status                      progress per task (students)
+minitorch test 0.4                    one task's tests, with where to look
+minitorch doctor                      check the installation
+minitorch release OUT [--through N]   write and verify the student handout
+minitorch grade SUBMISSION --out DIR  grade an untrusted submission
+minitorch gradescope-bundle OUT.zip   build a Gradescope autograder
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="minitorch", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("status", help="a table of every task: passed / failed / not started")
+    test = sub.add_parser("test", help="run one task's tests")
+    test.add_argument("task", help="task id, e.g. 0.4")
+    test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
+    sub.add_parser("doctor", help="check Python, numba, the CUDA route and matplotlib")
+    rel = sub.add_parser("release", help="write the student handout and verify it")
+    rel.add_argument("out_dir", type=Path)
+    rel.add_argument("--through", type=int, default=None, help="release stages 0..N only")
+    rel.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
+    rel.add_argument("--no-verify", dest="verify", action="store_false",
+                     help="skip the verification (not for handing out)")  # fmt: skip
+    grade = sub.add_parser("grade", help="grade an untrusted submission")
+    grade.add_argument("submission", type=Path)
+    grade.add_argument("--out", type=Path, required=True, help="folder for the results")
+    grade.add_argument("--stage", type=int, default=None, help="grade only this stage")
+    grade.add_argument("--reference-prerequisites", action="store_true",
+                       help="use the reference for stages below --stage")  # fmt: skip
+    grade.add_argument("--per-test-timeout", type=float, default=60.0, metavar="S")
+    grade.add_argument("--task-timeout", type=float, default=600.0, metavar="S")
+    grade.add_argument("--memory-mb", type=int, default=4096, help="0 for no limit")
+    bundle = sub.add_parser("gradescope-bundle", help="build a Gradescope autograder zip")
+    bundle.add_argument("out_zip", type=Path)
+    bundle.add_argument("--stage", type=int, default=None)
+    bundle.add_argument("--reference-prerequisites", action="store_true")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console()
+    if args.command == "status":
+        from autograder.status import run_status
+
+        return run_status(console=console)
+    if args.command == "test":
+        from autograder.status import run_task_tests
+
+        return run_task_tests(args.task, args.pytest_args, console=console)
+    if args.command == "doctor":
+        from autograder.doctor import run_doctor
+
+        return run_doctor(console)
+    if args.command == "release":
+        from autograder.release import ReleaseError, release
+
+        try:
+            release(args.out_dir, args.through, force=args.force, check=args.verify,
+                    log=console.print)  # fmt: skip
+        except ReleaseError as exc:
+            console.print(f"[red]release refused:[/] {exc}")
+            return 1
+        console.print(f"[green]handout written and verified:[/] {args.out_dir}")
+        return 0
+    if args.command == "grade":
+        from autograder.grade import Limits, grade_to
+
+        limits = Limits(args.per_test_timeout, args.task_timeout, args.memory_mb or None)
+        report = grade_to(
+            args.submission, args.out, stage=args.stage,
+            reference_prerequisites=args.reference_prerequisites, limits=limits,
+            log=console.print,
+        )  # fmt: skip
+        console.print((args.out / "summary.md").read_text(encoding="utf-8"))
+        console.print(f"score {report.score:g} / {report.max_score:g}; results in {args.out}")
+        return 0
+    if args.command == "gradescope-bundle":
+        from autograder.bundle import build_gradescope_bundle
+
+        path = build_gradescope_bundle(
+            args.out_zip, stage=args.stage, reference_prerequisites=args.reference_prerequisites
+        )
+        console.print(f"Gradescope autograder written to {path}")
+        return 0
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""Where the course's files are, and which tasks a tree actually contains."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from autograder.registry import TASKS, Task
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository this tooling was loaded from (the reference, or a student's handout)."""
+
+# Never copied into a handout or a grading workspace.
+EXCLUDED_DIRS = {
+    ".git", ".venv", "venv", "runs", "__pycache__", ".pytest_cache", ".hypothesis",
+    ".mypy_cache", ".ruff_cache", "build", "dist", "handout",
+}  # fmt: skip
+
+
+def repo_files(root: Path = ROOT) -> list[Path]:
+    """Repository-relative paths of the tree's files: git's tracked files in a
+    checkout, otherwise every file outside the excluded folders."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True, timeout=60
+        ).stdout
+        files = [Path(p) for p in out.decode().split("\0") if p]
+        if files:
+            return sorted(p for p in files if (root / p).is_file())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    found = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if path.is_file() and not path.is_symlink() and not EXCLUDED_DIRS & set(rel.parts):
+            if not rel.name.endswith((".pyc", ".egg-info")) and ".egg-info" not in str(rel):
+                found.append(rel)
+    return sorted(found)
+
+
+def available_tasks(root: Path = ROOT) -> tuple[Task, ...]:
+    """The registry's tasks whose stage package is present in ``root`` (a handout
+    released ``--through N`` has no later stages)."""
+    return tuple(t for t in TASKS if (root / f"module{t.stage}").is_dir())

@@ -1,0 +1,219 @@
+"""The course's pytest plugin: task markers, Hypothesis profiles, and a signed report.
+
+``tests/conftest.py`` uses :func:`register_markers` and :func:`load_hypothesis_profile`;
+the tooling loads this module with ``-p autograder.pytest_plugin`` (and, when grading,
+``--noconftest``, so a submission can bring no conftest of its own).
+
+With ``--minitorch-report PATH`` it appends one JSON line per finished test (outcome,
+duration, task markers, a short failure message), one per collection error, and a last
+``finish`` line. With ``--minitorch-key-fd FD`` it reads a per-run secret from that
+file descriptor (and closes it) before any test module is imported, and signs every
+line with an HMAC, so the grading parent can reject lines it did not get from here.
+
+It also records, before collection imports a submission's code, the identity of the
+pytest internals and helpers that decide an outcome (``call_and_report``,
+``TestReport.from_item_and_call``, ``pytest.approx``, ``math.isclose``, the report hook
+implementations...). Every line carries whether they have changed since; the grader
+scores a run with any change as zero.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import hmac
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autograder.registry import TASKS
+
+TASK_MARKERS = {t.marker: t.id for t in TASKS}
+_GUARDED_HOOKS = (
+    "pytest_runtest_protocol",
+    "pytest_runtest_makereport",
+    "pytest_runtest_call",
+    "pytest_pyfunc_call",
+    "pytest_runtest_logreport",
+    "pytest_report_teststatus",
+)
+
+
+def register_markers(config: pytest.Config) -> None:
+    """Register one marker per registry task (``task0_4: Task 0.4 (...)``)."""
+    for task in TASKS:
+        config.addinivalue_line(
+            "markers", f"{task.marker}: Task {task.id} ({task.title}, {task.points} points)"
+        )
+
+
+def load_hypothesis_profile() -> None:
+    """Register the ``ci``, ``dev`` and ``verify`` profiles and load one.
+
+    ``HYPOTHESIS_PROFILE`` picks; otherwise ``ci`` when ``CI`` is set, else ``dev``.
+    ``verify`` (few examples, no shrinking) is for runs that only need pass or fail.
+    """
+    from hypothesis import HealthCheck, Phase, settings
+
+    settings.register_profile(
+        "ci",
+        max_examples=25,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.register_profile("dev", max_examples=150, deadline=None)
+    settings.register_profile(
+        "verify",
+        max_examples=10,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    default = "ci" if os.environ.get("CI") else "dev"
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", default))
+
+
+def _guarded_objects() -> dict[str, Any]:
+    import _pytest.python
+    import _pytest.reports
+    import _pytest.runner
+
+    objects = {
+        "call_and_report": _pytest.runner.call_and_report,
+        "runtestprotocol": _pytest.runner.runtestprotocol,
+        "CallInfo.from_call": _pytest.runner.CallInfo.from_call,
+        "TestReport.from_item_and_call": _pytest.reports.TestReport.from_item_and_call,
+        "Function.runtest": _pytest.python.Function.runtest,
+        "pytest.approx": pytest.approx,
+        "pytest.raises": pytest.raises,
+        "math.isclose": math.isclose,
+        "builtins.isinstance": builtins.isinstance,
+        "builtins.float": builtins.float,
+        "builtins.type": builtins.type,
+    }
+    # A classmethod gives a new bound method on each access: compare the function.
+    return {name: getattr(obj, "__func__", obj) for name, obj in objects.items()}
+
+
+class TamperGuard:
+    """Remembers what decides an outcome; :meth:`changes` lists what differs now."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.objects = _guarded_objects()
+        self.hooks = self._hooks()
+
+    def _hooks(self) -> dict[str, list[Any]]:
+        hook = self.config.pluginmanager.hook
+        return {
+            name: [impl.function for impl in getattr(hook, name).get_hookimpls()]
+            for name in _GUARDED_HOOKS
+        }
+
+    def changes(self) -> list[str]:
+        now = _guarded_objects()
+        found = [name for name, obj in self.objects.items() if now[name] is not obj]
+        hooks = self._hooks()
+        found += [f"hook {name}" for name in _GUARDED_HOOKS if hooks[name] != self.hooks[name]]
+        return found
+
+
+class Reporter:
+    """Writes the signed JSON-lines report."""
+
+    def __init__(self, config: pytest.Config, path: str, key: bytes) -> None:
+        self.config = config
+        self.key = key
+        self.seq = 0
+        self.file = open(path, "a", buffering=1, encoding="utf-8")
+        self.guard: TamperGuard | None = None
+        self.rootdir = Path(str(config.rootpath)).resolve()
+
+    def write(self, record: dict[str, Any]) -> None:
+        record["seq"] = self.seq
+        record["tampered"] = self.guard.changes() if self.guard else []
+        self.seq += 1
+        payload = json.dumps(record, sort_keys=True)
+        mac = hmac.new(self.key, payload.encode(), hashlib.sha256).hexdigest() if self.key else ""
+        self.file.write(json.dumps({"record": payload, "mac": mac}) + "\n")
+        self.file.flush()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.guard = TamperGuard(self.config)
+        self.write({"event": "start", "python": sys.version.split()[0]})
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.write(
+                {"event": "collect_error", "nodeid": report.nodeid,
+                 "message": str(report.longrepr)[-2000:]}
+            )  # fmt: skip
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # Stage packages must come from the tree under test, not an installed copy.
+        foreign = []
+        for name, module in list(sys.modules.items()):
+            if name.startswith("module") and name[6:].isdigit():
+                file = getattr(module, "__file__", None) or ""
+                if not Path(file).resolve().is_relative_to(self.rootdir):
+                    foreign.append(f"{name} from {file}")
+        items = [
+            {"nodeid": item.nodeid,
+             "tasks": sorted(TASK_MARKERS[m.name] for m in item.iter_markers()
+                             if m.name in TASK_MARKERS)}
+            for item in session.items
+        ]  # fmt: skip
+        self.write({"event": "collected", "items": items, "foreign_modules": foreign})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.outcome != "passed":
+            outcome: str = report.outcome
+            if report.when != "call" and outcome == "failed":
+                outcome = "error"
+            message = ""
+            if report.failed:
+                message = (report.longreprtext or "")[-3000:]
+            elif report.skipped and isinstance(report.longrepr, tuple):
+                message = str(report.longrepr[2])
+            self.write(
+                {"event": "test", "nodeid": report.nodeid, "when": report.when,
+                 "outcome": outcome, "duration": round(report.duration, 6),
+                 "message": message}
+            )  # fmt: skip
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.write({"event": "finish", "exitstatus": int(exitstatus)})
+        self.file.close()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("minitorch", "course tooling")
+    group.addoption("--minitorch-report", default=None, help="append a JSON-lines report here")
+    group.addoption(
+        "--minitorch-key-fd", type=int, default=None, help="read the report's HMAC key here"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_markers(config)
+    load_hypothesis_profile()
+    path = config.getoption("--minitorch-report")
+    if path:
+        key = b""
+        fd = config.getoption("--minitorch-key-fd")
+        if fd is not None:
+            chunks = []
+            while chunk := os.read(fd, 4096):
+                chunks.append(chunk)
+            os.close(fd)
+            key = b"".join(chunks)
+        config.pluginmanager.register(Reporter(config, path, key), "minitorch-reporter")

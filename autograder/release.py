@@ -1,0 +1,250 @@
+"""``minitorch release``: write the student handout from the reference, and prove it.
+
+The handout is the reference tree with every solution region of the released stages
+replaced by its stub (see :mod:`autograder.regions`); every other byte is copied as it
+is. ``--through N`` releases stages 0..N: the packages ``moduleK/`` and the test folders
+``tests/moduleK/`` of later stages are left out entirely (no stubs, no tests), and the
+tooling in the handout ignores the registry's tasks whose package is absent, so
+``minitorch status`` shows only what was released. Release the next stages later into a
+fresh folder and hand students the new packages.
+
+Before it reports success the release verifies the handout, and fails with a message
+naming the task, file and test when any check does not hold:
+
+1. no solution marker and no region's solution text is left in the handout;
+2. every region names a registry task that lists its file, and every released task has a
+   region in each file it lists;
+3. every released stage package imports, and the handout's tests collect;
+4. every graded test (one with a task marker) fails on the handout;
+5. every graded test passes on the reference.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.paths import ROOT, available_tasks, repo_files
+from autograder.regions import BEGIN, END, RegionError, find_regions, stub_text
+from autograder.registry import TASKS, Task
+from autograder.runner import RunResult, TestResult, run_pytest
+
+_NOT_RUN = TestResult("", "error", message="did not run")
+
+
+class ReleaseError(RuntimeError):
+    """The handout failed a check; the message says which task, file and test."""
+
+
+@dataclass
+class ReleaseReport:
+    out_dir: Path
+    tasks: tuple[Task, ...]
+    files_copied: int = 0
+    files_stubbed: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+
+
+def _later_stage(rel: Path, through: int | None) -> bool:
+    if through is None:
+        return False
+    parts = rel.parts
+    names = [parts[0]] + ([parts[1]] if len(parts) > 1 and parts[0] == "tests" else [])
+    for name in names:
+        if name.startswith("module") and name[6:].isdigit() and int(name[6:]) > through:
+            return True
+    return False
+
+
+def check_regions(root: Path, tasks: Iterable[Task]) -> None:
+    """Check 2 on the reference: regions and registry agree (ReleaseError if not)."""
+    tasks = tuple(tasks)
+    known = {t.id: t for t in TASKS}
+    seen: set[tuple[str, str]] = set()
+    for rel in repo_files(root):
+        if rel.suffix != ".py" or rel.parts[0] == "tests":
+            continue
+        path = rel.as_posix()
+        try:
+            regions = find_regions((root / rel).read_text(encoding="utf-8"), path)
+        except (RegionError, UnicodeDecodeError) as exc:
+            raise ReleaseError(str(exc)) from exc
+        for region in regions:
+            task = known.get(region.task_id)
+            if task is None:
+                raise ReleaseError(
+                    f"{path}:{region.begin}: region of task {region.task_id}, which is not in "
+                    "autograder/registry.py"
+                )
+            if path not in task.files:
+                raise ReleaseError(
+                    f"{path}:{region.begin}: region of task {task.id}, but the registry does "
+                    f"not list {path} among the task's files"
+                )
+            seen.add((task.id, path))
+    for task in tasks:
+        for path in task.files:
+            if (task.id, path) not in seen:
+                raise ReleaseError(f"task {task.id} lists {path} but has no region there")
+
+
+def write_handout(root: Path, out_dir: Path, through: int | None = None) -> ReleaseReport:
+    """Copy the tree with the released stages' regions stubbed (no verification)."""
+    tasks = tuple(t for t in available_tasks(root) if through is None or t.stage <= through)
+    stubbed_files = {path for t in tasks for path in t.files}
+    report = ReleaseReport(out_dir=out_dir, tasks=tasks)
+    for rel in repo_files(root):
+        if _later_stage(rel, through):
+            continue
+        target = out_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path = rel.as_posix()
+        if path in stubbed_files:
+            text = (root / rel).read_bytes().decode("utf-8")
+            target.write_bytes(stub_text(text, path).encode("utf-8"))
+            report.files_stubbed.append(path)
+        else:
+            shutil.copy2(root / rel, target)
+        report.files_copied += 1
+    return report
+
+
+def _check_no_solution_left(root: Path, report: ReleaseReport) -> None:
+    for rel in repo_files(report.out_dir):
+        if rel.suffix != ".py":
+            continue
+        text = (report.out_dir / rel).read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if BEGIN.match(line) or END.match(line):
+                raise ReleaseError(f"handout {rel}:{number}: a solution marker is left")
+    for path in report.files_stubbed:
+        reference = (root / path).read_text(encoding="utf-8")
+        handout = (report.out_dir / path).read_text(encoding="utf-8")
+        lines = reference.splitlines(keepends=True)
+        regions = find_regions(reference, path)
+        outside = "".join(
+            line for i, line in enumerate(lines, start=1)
+            if not any(r.begin <= i <= r.end for r in regions)
+        )  # fmt: skip
+        for region in regions:
+            body = "".join(region.body(lines))
+            if body.strip() and body in handout and body not in outside:
+                raise ReleaseError(
+                    f"handout {path}: the solution of task {region.task_id} "
+                    f"({region.function or 'line ' + str(region.begin)}) is still there"
+                )
+
+
+def _graded_expression(tasks: Iterable[Task]) -> str:
+    return " or ".join(t.marker for t in tasks)
+
+
+def _describe(result: RunResult, nodeids: Iterable[str], by_node: dict[str, list[str]]) -> str:
+    rows = []
+    for nodeid in sorted(nodeids):
+        tasks = ", ".join(by_node.get(nodeid, [])) or "?"
+        message = result.tests[nodeid].message.strip().splitlines()
+        rows.append(f"  task {tasks}: {nodeid}" + (f"\n    {message[-1]}" if message else ""))
+    return "\n".join(rows)
+
+
+def verify(
+    root: Path,
+    report: ReleaseReport,
+    log: Callable[[str], None] = print,
+    timeout: float = 1800,
+) -> None:
+    """Run checks 1-5 (see the module docstring); ReleaseError on the first that fails."""
+    tasks = report.tasks
+    check_regions(root, tasks)
+    report.checks.append("regions and registry agree")
+    log("checked: every region has a registry task and every task a region")
+    _check_no_solution_left(root, report)
+    report.checks.append("no solution text or marker left")
+    log("checked: no solution text or marker is left in the handout")
+
+    stages = sorted({t.stage for t in tasks})
+    imports = "; ".join(f"import module{s}" for s in stages) or "pass"
+    proc = subprocess.run(
+        [sys.executable, "-c", imports], cwd=report.out_dir, capture_output=True, text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(report.out_dir), "MPLBACKEND": "Agg"},
+        timeout=600,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise ReleaseError(f"the handout does not import ({imports}):\n{proc.stderr[-3000:]}")
+    expression = _graded_expression(tasks)
+    handout = run_pytest(
+        report.out_dir, ["tests", "-m", expression, "-q"],
+        timeout=timeout, env={"HYPOTHESIS_PROFILE": "verify"},
+    )  # fmt: skip
+    if handout.collected is None or handout.collect_errors:
+        detail = "\n".join(handout.collect_errors) or handout.output[-3000:]
+        raise ReleaseError(f"the handout's tests do not collect:\n{detail}")
+    report.checks.append("handout imports and its tests collect")
+    log(f"checked: the handout imports and its tests collect ({len(handout.collected)} graded)")
+    by_node = {item["nodeid"]: item["tasks"] for item in handout.collected}
+    if not by_node:
+        raise ReleaseError(f"no graded test was collected (marker expression {expression!r})")
+    for task in tasks:
+        if not any(task.id in ids for ids in by_node.values()):
+            raise ReleaseError(f"task {task.id} has no graded test")
+    if problem := handout.problem():
+        raise ReleaseError(f"the run of the handout's tests failed: {problem}")
+    passing = [n for n, r in handout.tests.items() if r.outcome == "passed" and n in by_node]
+    missing = [n for n in by_node if n not in handout.tests]
+    if passing:
+        raise ReleaseError(
+            "graded tests pass on the handout, so they grade nothing:\n"
+            + _describe(handout, passing, by_node)
+        )
+    if missing:
+        raise ReleaseError("graded tests did not run on the handout:\n  " + "\n  ".join(missing))
+    report.checks.append("every graded test fails on the handout")
+    log(f"checked: all {len(by_node)} graded tests fail on the handout")
+
+    reference = run_pytest(root, ["tests", "-m", expression, "-q"], timeout=timeout)
+    if problem := reference.problem():
+        raise ReleaseError(f"the run of the reference's tests failed: {problem}")
+    failing = [n for n in by_node if reference.tests.get(n, _NOT_RUN).outcome != "passed"]
+    if failing:
+        for nodeid in failing:
+            reference.tests.setdefault(nodeid, _NOT_RUN)
+        raise ReleaseError(
+            "graded tests fail on the reference:\n" + _describe(reference, failing, by_node)
+        )
+    report.checks.append("every graded test passes on the reference")
+    log(f"checked: all {len(by_node)} graded tests pass on the reference")
+
+
+def release(
+    out_dir: Path,
+    through: int | None = None,
+    root: Path = ROOT,
+    force: bool = False,
+    check: bool = True,
+    log: Callable[[str], None] = print,
+) -> ReleaseReport:
+    """Write and (unless ``check`` is False) verify the handout in ``out_dir``.
+
+    Refuses a non-empty ``out_dir`` unless ``force``; the folder is then replaced.
+    """
+    out_dir = out_dir.resolve()
+    if out_dir == root.resolve() or root.resolve().is_relative_to(out_dir):
+        raise ReleaseError(f"refusing to release into {out_dir}: it contains the reference")
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not force:
+            raise ReleaseError(f"{out_dir} is not empty; pass --force to replace it")
+        shutil.rmtree(out_dir)
+    if not any((root / rel).is_file() for t in TASKS for rel in t.files):
+        raise ReleaseError(f"{root} holds no task files: is it the reference repository?")
+    report = write_handout(root, out_dir, through)
+    log(f"wrote {report.files_copied} files to {out_dir} "
+        f"({len(report.files_stubbed)} with stubs, tasks "
+        f"{', '.join(t.id for t in report.tasks)})")  # fmt: skip
+    if check:
+        verify(root, report, log)
+    return report

@@ -1,0 +1,269 @@
+"""Run pytest in a child process and read back what the course plugin reported.
+
+The child gets a scrubbed environment, its own process group, an optional memory limit
+(``RLIMIT_AS``), an overall time limit (the whole group is killed), and, for grading, a
+per-run secret through an inherited pipe. :func:`read_report` trusts only the leading
+run of lines whose HMAC verifies and whose sequence numbers follow on; everything after
+the first bad line is ignored (fail closed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+
+
+@dataclass
+class TestResult:
+    """The verified outcome of one test."""
+
+    nodeid: str
+    outcome: str  # passed, failed, error or skipped
+    duration: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class RunResult:
+    """What one child pytest run verifiably reported."""
+
+    tests: dict[str, TestResult] = field(default_factory=dict)
+    collected: list[dict[str, Any]] | None = None
+    collect_errors: list[str] = field(default_factory=list)
+    finished: bool = False
+    exitstatus: int | None = None
+    returncode: int | None = None
+    timed_out: bool = False
+    tampered: list[str] = field(default_factory=list)
+    foreign_modules: list[str] = field(default_factory=list)
+    output: str = ""
+    seconds: float = 0.0
+
+    @property
+    def trustworthy(self) -> bool:
+        """No sign of tampering, and the stage packages came from the tree under test."""
+        return not self.tampered and not self.foreign_modules
+
+    def problem(self) -> str:
+        """A one-line account of what went wrong with the run itself, or ``""``."""
+        if self.tampered:
+            return "the submission changed the test machinery: " + ", ".join(self.tampered)
+        if self.foreign_modules:
+            return "stage packages were not loaded from the graded tree: " + ", ".join(
+                self.foreign_modules
+            )
+        if self.timed_out:
+            return "the run exceeded its time limit and was killed"
+        if not self.finished:
+            code = self.returncode
+            how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+            return f"the test process ended early ({how}) before pytest finished"
+        return ""
+
+
+def read_report(path: Path, key: bytes) -> RunResult:
+    """Parse and verify a report written by ``autograder.pytest_plugin``."""
+    result = RunResult()
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return result
+    for expected_seq, line in enumerate(lines):
+        try:
+            wrapper = json.loads(line)
+            payload = wrapper["record"]
+            mac = wrapper["mac"]
+            if key:
+                want = hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()
+                if not hmac.compare_digest(want, mac):
+                    break
+            record = json.loads(payload)
+            if record.get("seq") != expected_seq:
+                break
+        except (ValueError, KeyError, TypeError):
+            break
+        if record.get("tampered"):
+            result.tampered = sorted(set(result.tampered) | set(record["tampered"]))
+        event = record.get("event")
+        if event == "collected":
+            result.collected = record.get("items", [])
+            result.foreign_modules = record.get("foreign_modules", [])
+        elif event == "collect_error":
+            result.collect_errors.append(f"{record.get('nodeid')}: {record.get('message')}")
+        elif event == "test":
+            new = TestResult(
+                record["nodeid"], record["outcome"], record.get("duration", 0.0),
+                record.get("message", ""),
+            )  # fmt: skip
+            old = result.tests.get(new.nodeid)
+            if old is None or _SEVERITY[new.outcome] > _SEVERITY[old.outcome]:
+                if old is not None:
+                    new.duration += old.duration
+                result.tests[new.nodeid] = new
+        elif event == "finish":
+            result.finished = True
+            result.exitstatus = record.get("exitstatus")
+    return result
+
+
+def _limits(memory_mb: int | None) -> Any:
+    def apply() -> None:
+        os.setsid()
+        try:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if memory_mb:
+                limit = memory_mb * 1024 * 1024
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ImportError, ValueError, OSError):
+            pass
+
+    return apply
+
+
+def _wait(
+    proc: subprocess.Popen[bytes],
+    report: Path,
+    timeout: float | None,
+    on_progress: Callable[[int], None] | None,
+) -> bool:
+    """Wait for the child (polling the report for progress); True if it timed out."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            proc.wait(timeout=0.25)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        if deadline is not None and time.monotonic() > deadline:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+            return True
+        if on_progress is not None:
+            try:
+                with open(report, "rb") as f:
+                    on_progress(sum(1 for _ in f))
+            except OSError:
+                pass
+
+
+def child_env(
+    tree: Path, private: Path, extra: dict[str, str] | None = None, site_dirs: bool = False
+) -> dict[str, str]:
+    """A minimal environment: nothing of the caller's beyond PATH and the locale.
+
+    ``site_dirs`` appends this interpreter's site-packages folders to PYTHONPATH, for a
+    child started with ``-S``.
+    """
+    path = [str(tree)]
+    if site_dirs:
+        import site
+
+        path += [*site.getsitepackages(), site.getusersitepackages()]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "HOME": str(private),
+        "TMPDIR": str(private),
+        "PYTHONPATH": os.pathsep.join(path),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "MPLBACKEND": "Agg",
+        "NUMBA_CACHE_DIR": str(private / "numba-cache"),
+        "CI": "true",
+    }
+    for name in ("NUMBA_ENABLE_CUDASIM", "CUDA_VISIBLE_DEVICES", "HYPOTHESIS_PROFILE"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env.update(extra or {})
+    return env
+
+
+def run_pytest(
+    tree: Path,
+    args: list[str],
+    *,
+    timeout: float | None = None,
+    per_test_timeout: float | None = None,
+    memory_mb: int | None = None,
+    signed: bool = False,
+    isolate_conftest: bool = False,
+    env: dict[str, str] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> RunResult:
+    """Run ``python -m pytest <args>`` in ``tree`` and return its verified report.
+
+    ``isolate_conftest`` loads no conftest.py and pins the configuration (no ini file
+    from the tree is read); ``signed`` hands the child a fresh secret and accepts only
+    report lines signed with it.
+    """
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="minitorch-run-") as tmp:
+        private = Path(tmp)
+        report = private / "report.jsonl"
+        # Graded runs skip site processing (-S): no .pth file runs, so no editable-install
+        # finder can lead the graded code to the grader's own tree; the site-packages
+        # folders are put on PYTHONPATH instead.
+        python = [sys.executable, "-S"] if isolate_conftest else [sys.executable]
+        cmd = [*python, "-m", "pytest", "-p", "autograder.pytest_plugin",
+               "--minitorch-report", str(report), "-p", "no:cacheprovider",
+               f"--rootdir={tree}"]  # fmt: skip
+        if isolate_conftest:
+            ini = private / "pinned.ini"
+            ini.write_text("[pytest]\naddopts =\n", encoding="utf-8")
+            cmd += ["--noconftest", "-c", str(ini), "--strict-markers"]
+        if per_test_timeout:
+            cmd += ["-p", "pytest_timeout", f"--timeout={per_test_timeout}"]
+        key = b""
+        pass_fds: tuple[int, ...] = ()
+        read_fd = -1
+        if signed:
+            key = secrets.token_bytes(32)
+            read_fd, write_fd = os.pipe()
+            os.write(write_fd, key)
+            os.close(write_fd)
+            pass_fds = (read_fd,)
+            cmd += ["--minitorch-key-fd", str(read_fd)]
+        cmd += args
+        log_path = private / "output.log"
+        with open(log_path, "wb") as log_file:
+            proc = subprocess.Popen(
+                cmd, cwd=tree, env=child_env(tree, private, env, isolate_conftest),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file, stderr=subprocess.STDOUT, pass_fds=pass_fds,
+                preexec_fn=_limits(memory_mb),
+            )  # fmt: skip
+            if read_fd >= 0:
+                os.close(read_fd)
+            timed_out = _wait(proc, report, timeout, on_progress)
+        try:  # the whole group goes, including anything the tests left running
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        output = log_path.read_bytes()
+        result = read_report(report, key) if (key or not signed) else RunResult()
+        result.returncode = proc.returncode
+        result.timed_out = timed_out
+        result.output = output.decode("utf-8", errors="replace")[-20000:]
+        result.seconds = time.monotonic() - start
+        return result
