@@ -214,6 +214,8 @@ def grade(
     """Grade ``submission`` against the grader's tree ``root``."""
     limits = limits or Limits()
     start = time.monotonic()
+    if not submission.is_dir():
+        raise ValueError(f"the submission {submission} is not a folder")
     tasks = available_tasks(root)
     if stage is not None:
         tasks = tuple(t for t in tasks if t.stage == stage)
