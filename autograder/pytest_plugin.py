@@ -94,10 +94,24 @@ def _guarded_objects() -> dict[str, Any]:
         "pytest.approx": pytest.approx,
         "pytest.raises": pytest.raises,
         "math.isclose": math.isclose,
+        "math.isnan": math.isnan,
+        "math.isinf": math.isinf,
+        "math.isfinite": math.isfinite,
+        "math.copysign": math.copysign,
+        "math.fsum": math.fsum,
         "builtins.isinstance": builtins.isinstance,
         "builtins.float": builtins.float,
         "builtins.type": builtins.type,
     }
+    try:  # the suite's exact-type assertion helpers, when the tree has them
+        import tests.strict as strict
+
+        objects.update(
+            {f"tests.strict.{name}": getattr(strict, name) for name in dir(strict)
+             if name.startswith("exact_")}
+        )  # fmt: skip
+    except ImportError:
+        pass
     # A classmethod gives a new bound method on each access: compare the function.
     return {name: getattr(obj, "__func__", obj) for name, obj in objects.items()}
 

@@ -7,6 +7,10 @@ differs from alphabetical order::
     ├── mid: Middle      own: gamma   (its child is added *before* gamma)
     │   └── inner: Leaf  own: weight, bias
     └── leaf: Leaf       own: weight, bias
+
+Names, values, modes and lists that come back from the Module code go through the
+``exact_*`` helpers of ``tests/strict.py`` before they are compared; modules and
+parameters are compared by identity (``is``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pytest
 
 from module0.module import Module, Parameter
 from module0.scalar import Scalar
+from tests.strict import exact_bool, exact_float, exact_int, exact_list, exact_str, exact_tuple
 
 pytestmark = pytest.mark.task0_3
 
@@ -64,7 +69,18 @@ def all_modules(root: Module) -> list[Module]:
 
 
 def param_value(p: Parameter) -> float:
-    return p.value.data if isinstance(p.value, Scalar) else p.value
+    value = p.value
+    return exact_float(value.data if isinstance(value, Scalar) else value)
+
+
+def names_of(module: Module) -> list[str]:
+    """The names ``named_parameters`` gives, each checked to be a real str."""
+    return [exact_str(name) for name, _ in module.named_parameters()]
+
+
+def modes(root: Module) -> list[bool]:
+    """The ``training`` flag of every module of the test tree."""
+    return [exact_bool(m.training) for m in all_modules(root)]
 
 
 # -- modules ----------------------------------------------------------------------------
@@ -72,7 +88,7 @@ def param_value(p: Parameter) -> float:
 
 def test_modules_are_direct_children_in_insertion_order() -> None:
     root = Root()
-    children = root.modules()
+    children = exact_list(root.modules(), item=None)
     assert len(children) == 2
     assert children[0] is root.mid
     assert children[1] is root.leaf
@@ -80,10 +96,10 @@ def test_modules_are_direct_children_in_insertion_order() -> None:
 
 def test_modules_excludes_grandchildren_and_self() -> None:
     root = Root()
-    children = root.modules()
+    children = exact_list(root.modules(), item=None)
     assert all(child is not root.mid.inner for child in children)
     assert all(child is not root for child in children)
-    mid_children = root.mid.modules()
+    mid_children = exact_list(root.mid.modules(), item=None)
     assert len(mid_children) == 1
     assert mid_children[0] is root.mid.inner
 
@@ -97,8 +113,7 @@ def test_modules_of_leaf_is_empty() -> None:
 
 
 def test_named_parameters_dotted_names_in_documented_order() -> None:
-    names = [name for name, _ in Root().named_parameters()]
-    assert names == EXPECTED_NAMES
+    assert names_of(Root()) == EXPECTED_NAMES
 
 
 def test_named_parameters_pairs_names_with_the_right_objects() -> None:
@@ -122,9 +137,9 @@ def test_named_parameters_pairs_names_with_the_right_objects() -> None:
 
 def test_named_parameters_of_subtrees() -> None:
     root = Root()
-    assert [n for n, _ in root.mid.named_parameters()] == ["gamma", "inner.weight", "inner.bias"]
-    assert [n for n, _ in root.mid.inner.named_parameters()] == ["weight", "bias"]
-    assert [n for n, _ in root.leaf.named_parameters()] == ["weight", "bias"]
+    assert names_of(root.mid) == ["gamma", "inner.weight", "inner.bias"]
+    assert names_of(root.mid.inner) == ["weight", "bias"]
+    assert names_of(root.leaf) == ["weight", "bias"]
     assert list(Module().named_parameters()) == []
 
 
@@ -143,14 +158,14 @@ def test_parameters_counts_of_subtrees() -> None:
     assert len(list(root.mid.parameters())) == 3
     assert len(list(root.leaf.parameters())) == 2
     assert list(Module().parameters()) == []
-    assert root.num_parameters() == 7
+    assert exact_int(root.num_parameters()) == 7
 
 
 def test_scalar_parameters_are_trainable() -> None:
     root = Root()
     scalars = [p.value for p in root.parameters() if isinstance(p.value, Scalar)]
     assert len(scalars) == 3
-    assert all(s.requires_grad for s in scalars)
+    assert all(exact_bool(s.requires_grad) for s in scalars)
 
 
 # -- add_parameter ----------------------------------------------------------------------
@@ -160,21 +175,21 @@ def test_add_parameter_returns_parameter_listed_under_its_name() -> None:
     leaf = Leaf(1.0, 2.0)
     added = leaf.add_parameter("extra", 7.0)
     assert isinstance(added, Parameter)
-    assert added.value == 7.0
+    assert exact_float(added.value) == 7.0
     named = list(leaf.named_parameters())
-    assert [n for n, _ in named] == ["weight", "bias", "extra"]
-    assert named[2][1] is added
+    assert [exact_str(n) for n, _ in named] == ["weight", "bias", "extra"]
+    assert exact_tuple(named[2])[1] is added
     assert leaf.extra is added
 
 
 def test_add_parameter_deep_in_tree_shows_dotted_name() -> None:
     root = Root()
     late = root.mid.inner.add_parameter("late", Scalar(9.0))
-    named = dict(root.named_parameters())
+    named = {exact_str(n): p for n, p in root.named_parameters()}
     assert named["mid.inner.late"] is late
-    names = [n for n, _ in root.named_parameters()]
+    names = names_of(root)
     assert names == [*EXPECTED_NAMES[:5], "mid.inner.late", *EXPECTED_NAMES[5:]]
-    assert late.value.requires_grad
+    assert exact_bool(late.value.requires_grad)
 
 
 # -- train / eval -----------------------------------------------------------------------
@@ -183,16 +198,16 @@ def test_add_parameter_deep_in_tree_shows_dotted_name() -> None:
 def test_eval_reaches_every_descendant_and_returns_self() -> None:
     root = Root()
     assert root.eval() is root
-    assert [m.training for m in all_modules(root)] == [False, False, False, False]
-    assert root.mid.inner.training is False
+    assert modes(root) == [False, False, False, False]
+    assert exact_bool(root.mid.inner.training) is False
 
 
 def test_train_reaches_every_descendant_and_returns_self() -> None:
     root = Root()
     root.eval()
     assert root.train() is root
-    assert [m.training for m in all_modules(root)] == [True, True, True, True]
-    assert root.mid.inner.training is True
+    assert modes(root) == [True, True, True, True]
+    assert exact_bool(root.mid.inner.training) is True
 
 
 def test_train_restores_a_manually_switched_grandchild() -> None:
@@ -200,16 +215,16 @@ def test_train_restores_a_manually_switched_grandchild() -> None:
     root.mid.inner.training = False
     root.leaf.training = False
     root.train()
-    assert root.mid.inner.training is True
-    assert root.leaf.training is True
+    assert exact_bool(root.mid.inner.training) is True
+    assert exact_bool(root.leaf.training) is True
 
 
 def test_eval_on_subtree_leaves_rest_untouched() -> None:
     root = Root()
     assert root.mid.eval() is root.mid
-    assert root.training is True
-    assert root.leaf.training is True
-    assert root.mid.training is False
-    assert root.mid.inner.training is False
+    assert exact_bool(root.training) is True
+    assert exact_bool(root.leaf.training) is True
+    assert exact_bool(root.mid.training) is False
+    assert exact_bool(root.mid.inner.training) is False
     root.mid.train()
-    assert [m.training for m in all_modules(root)] == [True, True, True, True]
+    assert modes(root) == [True, True, True, True]

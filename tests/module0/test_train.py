@@ -1,10 +1,15 @@
-"""Task 0.6: optimizers, the scalar Linear layer, and training the scalar network."""
+"""Task 0.6: optimizers, the scalar Linear layer, and training the scalar network.
+
+Values, derivatives, names and lists read back from the code under test go through the
+``exact_*`` helpers of ``tests/strict.py`` before they are compared.
+"""
 
 from __future__ import annotations
 
 import csv
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +20,7 @@ from module0.optim import SGD, Adam
 from module0.scalar import Scalar
 from module0.scalar_nn import ScalarLinear, ScalarNetwork
 from project import train_scalar
+from tests.strict import exact_float, exact_list, exact_str
 
 pytestmark = pytest.mark.task0_6
 
@@ -32,22 +38,22 @@ def params_with_grads(values: list[float], grads: list[float | None]) -> list[Pa
 def test_sgd_step_moves_against_the_gradient() -> None:
     params = params_with_grads([1.0, -2.0, 5.0], [0.5, -1.0, None])
     SGD(params, lr=0.1).step()
-    assert params[0].value.data == pytest.approx(0.95)
-    assert params[1].value.data == pytest.approx(-1.9)
-    assert params[2].value.data == 5.0  # no gradient: untouched
+    assert exact_float(params[0].value.data) == pytest.approx(0.95)
+    assert exact_float(params[1].value.data) == pytest.approx(-1.9)
+    assert exact_float(params[2].value.data) == 5.0  # no gradient: untouched
 
 
 def test_sgd_momentum_accumulates_velocity() -> None:
     (p,) = params_with_grads([0.0], [1.0])
     opt = SGD([p], lr=0.5, momentum=0.9)
     opt.step()  # v = 1
-    assert p.value.data == pytest.approx(-0.5)
+    assert exact_float(p.value.data) == pytest.approx(-0.5)
     p.value.derivative = 2.0
     opt.step()  # v = 0.9 * 1 + 2 = 2.9
-    assert p.value.data == pytest.approx(-0.5 - 0.5 * 2.9)
+    assert exact_float(p.value.data) == pytest.approx(-0.5 - 0.5 * 2.9)
     p.value.derivative = 0.0
     opt.step()  # v = 0.9 * 2.9
-    assert p.value.data == pytest.approx(-0.5 - 0.5 * 2.9 - 0.5 * 0.9 * 2.9)
+    assert exact_float(p.value.data) == pytest.approx(-0.5 - 0.5 * 2.9 - 0.5 * 0.9 * 2.9)
 
 
 def test_sgd_minimises_a_quadratic() -> None:
@@ -57,7 +63,7 @@ def test_sgd_minimises_a_quadratic() -> None:
         opt.zero_grad()
         ((x.value - 3.0) ** 2).backward()
         opt.step()
-    assert x.value.data == pytest.approx(3.0, abs=1e-4)
+    assert exact_float(x.value.data) == pytest.approx(3.0, abs=1e-4)
 
 
 # -- Adam -------------------------------------------------------------------------------
@@ -76,8 +82,8 @@ def reference_adam(grads: list[float], lr: float, b1: float, b2: float, eps: flo
 def test_adam_first_step_is_lr_times_the_sign() -> None:
     params = params_with_grads([1.0, 1.0], [250.0, -0.003])
     Adam(params, lr=0.01).step()
-    assert params[0].value.data == pytest.approx(0.99, abs=1e-7)
-    assert params[1].value.data == pytest.approx(1.01, abs=1e-5)
+    assert exact_float(params[0].value.data) == pytest.approx(0.99, abs=1e-7)
+    assert exact_float(params[1].value.data) == pytest.approx(1.01, abs=1e-5)
 
 
 def test_adam_matches_the_update_rule_over_several_steps() -> None:
@@ -87,7 +93,8 @@ def test_adam_matches_the_update_rule_over_several_steps() -> None:
     for g in grads:
         p.value.derivative = g
         opt.step()
-    assert p.value.data == pytest.approx(reference_adam(grads, 0.05, 0.8, 0.95, 1e-6), rel=1e-9)
+    expected = reference_adam(grads, 0.05, 0.8, 0.95, 1e-6)
+    assert exact_float(p.value.data) == pytest.approx(expected, rel=1e-9)
 
 
 def test_adam_minimises_a_quadratic() -> None:
@@ -97,7 +104,7 @@ def test_adam_minimises_a_quadratic() -> None:
         opt.zero_grad()
         ((x.value - 1.5) ** 2).backward()
         opt.step()
-    assert x.value.data == pytest.approx(1.5, abs=1e-2)
+    assert exact_float(x.value.data) == pytest.approx(1.5, abs=1e-2)
 
 
 # -- ScalarLinear and the network ---------------------------------------------------
@@ -114,8 +121,8 @@ def test_scalar_linear_matches_numpy() -> None:
     for j in range(2):
         layer.bias[j].value.data = float(b[j])
     x = [0.5, -1.0, 2.0]
-    out = layer(x)
-    assert [o.data for o in out] == pytest.approx(list(np.asarray(x) @ w + b))
+    out = exact_list(layer(x), item=None)
+    assert [exact_float(o.data) for o in out] == pytest.approx(list(np.asarray(x) @ w + b))
 
 
 def test_scalar_linear_backpropagates_to_its_weights() -> None:
@@ -124,21 +131,21 @@ def test_scalar_linear_backpropagates_to_its_weights() -> None:
     layer.weights[1][0].value.data = -1.0
     layer.bias[0].value.data = 0.5
     x = [Scalar(3.0), Scalar(4.0)]
-    (out,) = layer(x)
-    assert out.data == pytest.approx(2.5)
+    (out,) = exact_list(layer(x), item=None)
+    assert exact_float(out.data) == pytest.approx(2.5)
     out.backward()
-    assert layer.weights[0][0].value.derivative == pytest.approx(3.0)
-    assert layer.weights[1][0].value.derivative == pytest.approx(4.0)
-    assert layer.bias[0].value.derivative == pytest.approx(1.0)
-    assert x[0].derivative == pytest.approx(2.0)
+    assert exact_float(layer.weights[0][0].value.derivative) == pytest.approx(3.0)
+    assert exact_float(layer.weights[1][0].value.derivative) == pytest.approx(4.0)
+    assert exact_float(layer.bias[0].value.derivative) == pytest.approx(1.0)
+    assert exact_float(x[0].derivative) == pytest.approx(2.0)
 
 
 def test_scalar_linear_parameters_are_named() -> None:
     layer = ScalarLinear(2, 3)
-    names = [name for name, _ in layer.named_parameters()]
+    names = [exact_str(name) for name, _ in layer.named_parameters()]
     assert len(names) == 2 * 3 + 3
     assert "weight_1_2" in names and "bias_2" in names
-    out = layer([1.0, 1.0])
+    out = exact_list(layer([1.0, 1.0]), item=None)
     assert len(out) == 3
 
 
@@ -150,11 +157,26 @@ def test_network_learns_the_simple_dataset() -> None:
     for _ in range(40):
         _, accuracy = train_scalar.epoch(model, data, opt)
     assert accuracy >= 0.95
-    first = model.layer1.weights[0][0].value.data
+    # epoch() counts hits by comparing the model's outputs, which could fake a comparison:
+    # count them again from outputs checked to be real floats.
+    outputs = [exact_float(model(x).data) for x in data.X]
+    hits = [(p > 0.5) == (label == 1) for p, label in zip(outputs, data.y, strict=True)]
+    assert sum(hits) / data.N >= 0.95
+    first = exact_float(model.layer1.weights[0][0].value.data)
     assert isinstance(model, Module) and math.isfinite(first)
 
 
-def test_training_script_logs_every_epoch_and_saves_its_figure(tmp_path: Path) -> None:
+def test_training_script_logs_every_epoch_and_saves_its_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_epoch = train_scalar.epoch
+
+    def checked_epoch(*args: Any) -> tuple[float, float]:
+        # The loss comes from the model under test: make sure the log gets a real float.
+        loss, accuracy = real_epoch(*args)
+        return exact_float(loss, what="loss"), exact_float(accuracy, what="accuracy")
+
+    monkeypatch.setattr(train_scalar, "epoch", checked_epoch)
     code = train_scalar.main(
         ["--dataset", "diag", "--points", "12", "--hidden", "3", "--epochs", "5",
          "--out", str(tmp_path), "--log-every", "1"]

@@ -1,0 +1,93 @@
+"""Exact-type checks for the values a test gets back from the code it grades.
+
+``assert operators.add(1.0, 2.0) == 3.0`` trusts the object ``add`` returned: ``==``
+runs *that object's* ``__eq__``. An object whose ``__eq__`` always answers True (or a
+``float`` subclass that does) would pass without computing anything, and so would
+``pytest.approx(...)``, ``math.isclose``, ``math.isnan``, ``not x`` and ``x < y``, which
+all call back into the object (``__eq__``, ``__float__``, ``__bool__``, ``__lt__``...).
+
+So a graded test passes every value it gets from the code under test through one of
+these helpers before comparing it. Each helper checks ``type(value) is <builtin type>``
+(a subclass is refused too: it could override the comparisons) and returns the value
+unchanged, so the assertion still reads naturally::
+
+    assert exact_float(operators.mul(2.0, 3.0)) == 6.0
+    assert exact_float(x.derivative) == pytest.approx(27.0)
+    assert exact_list(operators.negList([1.0, -2.0])) == [-1.0, 2.0]
+
+A value of the wrong type fails the test with an AssertionError that names the type
+that came back (``expected exactly float, got int 1``); the traceback shows the call.
+
+Identity checks need no helper: ``result is True`` or ``pairs[0][0] is x`` (with ``x``
+made by the test) cannot be faked by the object's methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Check = Callable[..., Any]
+"""One of the ``exact_*`` helpers below (called as ``check(value, what=...)``)."""
+
+# Builtin types whose repr is safe to show: it runs no code from the submission.
+_SAFE_REPR = (bool, int, float, str, type(None))
+
+
+def _describe(value: object) -> str:
+    kind = type(value)
+    name = kind.__qualname__
+    if kind.__module__ != "builtins":
+        name = f"{kind.__module__}.{name}"
+    if kind in _SAFE_REPR:
+        return f"{name} {value!r}"
+    return name
+
+
+def _exact(value: Any, kind: type, what: str) -> Any:
+    if type(value) is not kind:
+        raise AssertionError(f"{what}: expected exactly {kind.__name__}, got {_describe(value)}")
+    return value
+
+
+def exact_float(value: Any, what: str = "value") -> float:
+    """``value`` if its type is exactly ``float`` (not int, bool or a subclass)."""
+    return _exact(value, float, what)
+
+
+def exact_int(value: Any, what: str = "value") -> int:
+    """``value`` if its type is exactly ``int`` (not bool or a subclass)."""
+    return _exact(value, int, what)
+
+
+def exact_bool(value: Any, what: str = "value") -> bool:
+    """``value`` if it is ``True`` or ``False`` (not 1, 1.0 or a truthy object)."""
+    return _exact(value, bool, what)
+
+
+def exact_str(value: Any, what: str = "value") -> str:
+    """``value`` if its type is exactly ``str`` (not a subclass)."""
+    return _exact(value, str, what)
+
+
+def exact_list(value: Any, item: Check | None = exact_float, what: str = "value") -> list[Any]:
+    """``value`` if its type is exactly ``list`` and ``item`` accepts each element.
+
+    ``item=None`` checks no element: use it for lists of objects that the test then
+    compares by identity (``children[0] is root.mid``) or checks one by one.
+    """
+    _exact(value, list, what)
+    if item is not None:
+        for i, element in enumerate(value):
+            item(element, what=f"{what}[{i}]")
+    return value
+
+
+def exact_tuple(value: Any, item: Check | None = None, what: str = "value") -> tuple[Any, ...]:
+    """``value`` if its type is exactly ``tuple`` and ``item`` (if given) accepts each
+    element. Elements are not checked by default: tuples usually mix types."""
+    _exact(value, tuple, what)
+    if item is not None:
+        for i, element in enumerate(value):
+            item(element, what=f"{what}[{i}]")
+    return value
