@@ -86,13 +86,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         )  # fmt: skip
         console.print((args.out / "summary.md").read_text(encoding="utf-8"))
         console.print(f"score {report.score:g} / {report.max_score:g}; results in {args.out}")
-        return 0
+        return 1 if report.grader_error else 0
     if args.command == "gradescope-bundle":
         from autograder.bundle import build_gradescope_bundle
+        from autograder.release import ReleaseError
 
-        path = build_gradescope_bundle(
-            args.out_zip, stage=args.stage, reference_prerequisites=args.reference_prerequisites
-        )
+        try:
+            path = build_gradescope_bundle(
+                args.out_zip, stage=args.stage,
+                reference_prerequisites=args.reference_prerequisites,
+            )  # fmt: skip
+        except (ReleaseError, ValueError) as exc:
+            console.print(f"[red]bundle not built:[/] {exc}")
+            return 1
         console.print(f"Gradescope autograder written to {path}")
         return 0
     raise AssertionError(args.command)

@@ -88,6 +88,8 @@ class GradeReport:
     scores: list[TaskScore]
     seconds: float
     notes: list[str] = field(default_factory=list)
+    grader_error: str = ""
+    """Set when grading itself failed (every task then scores zero)."""
 
     @property
     def score(self) -> float:
@@ -150,8 +152,16 @@ def build_workspace(
     return notes
 
 
-def collect_manifest(root: Path, tasks: tuple[Task, ...], limits: Limits) -> dict[str, list[str]]:
-    """Task id -> the test ids the grader's own tree collects for it."""
+@dataclass
+class Manifest:
+    """What the grader's own tree collects: test ids per task, test-module fingerprints."""
+
+    tests: dict[str, list[str]]
+    fingerprints: dict[str, str]
+
+
+def collect_manifest(root: Path, tasks: tuple[Task, ...], limits: Limits) -> Manifest:
+    """Collect the grader's own tests (no submission code runs)."""
     expression = " or ".join(t.marker for t in tasks)
     result = run_pytest(
         root, ["tests", "--collect-only", "-q", "-m", expression],
@@ -160,19 +170,31 @@ def collect_manifest(root: Path, tasks: tuple[Task, ...], limits: Limits) -> dic
     if result.collected is None or result.collect_errors:
         detail = "\n".join(result.collect_errors) or result.output[-2000:]
         raise RuntimeError(f"the grader's own tests do not collect:\n{detail}")
-    manifest: dict[str, list[str]] = {t.id: [] for t in tasks}
+    tests: dict[str, list[str]] = {t.id: [] for t in tasks}
     for item in result.collected:
         for task_id in item["tasks"]:
-            if task_id in manifest:
-                manifest[task_id].append(item["nodeid"])
-    return manifest
+            if task_id in tests:
+                tests[task_id].append(item["nodeid"])
+    return Manifest(tests, result.fingerprints)
 
 
-def score_task(task: Task, expected: list[str], run: RunResult) -> TaskScore:
+def rewritten_tests(run: RunResult, manifest: Manifest) -> list[str]:
+    """Test modules whose code differs from the grader's (or that the run did not report)."""
+    if run.collected is None:
+        return []
+    return sorted(
+        name for name, digest in manifest.fingerprints.items()
+        if run.fingerprints.get(name, digest) != digest
+    ) + sorted(set(run.fingerprints) - set(manifest.fingerprints))  # fmt: skip
+
+
+def score_task(task: Task, expected: list[str], run: RunResult, rewritten: list[str]) -> TaskScore:
     """Score one task from its verified run (fail closed)."""
     result = TaskScore(task=task, total=len(expected), seconds=run.seconds)
     problem = run.problem()
-    if not run.trustworthy:
+    if rewritten:
+        problem = "test code was changed while the tests ran: " + ", ".join(rewritten)
+    if rewritten or not run.trustworthy:
         result.problem = problem + "; the task scores zero"
         result.failures = [(n, "not counted") for n in expected]
         return result
@@ -232,19 +254,23 @@ def grade(
                         raise ValueError(f"{root} is not the reference: {path} has no solution")
     manifest = collect_manifest(root, tasks, limits)
     scores: list[TaskScore] = []
-    with tempfile.TemporaryDirectory(prefix="minitorch-grade-") as tmp:
-        workspace = Path(tmp) / "work"
-        workspace.mkdir()
-        notes = build_workspace(submission, root, workspace, stage, reference_prerequisites)
-        for task in tasks:
-            if callable(log):
-                log(f"grading task {task.id} ({len(manifest[task.id])} tests)")
+    notes: list[str] = []
+    for task in tasks:
+        if callable(log):
+            log(f"grading task {task.id} ({len(manifest.tests[task.id])} tests)")
+        # A fresh workspace for every task: whatever one run writes cannot reach the next.
+        with tempfile.TemporaryDirectory(prefix="minitorch-grade-") as tmp:
+            workspace = Path(tmp) / "work"
+            workspace.mkdir()
+            notes = build_workspace(submission, root, workspace, stage, reference_prerequisites)
             run = run_pytest(
                 workspace, ["tests", "-m", task.marker, "-q"],
                 timeout=limits.per_task_seconds, per_test_timeout=limits.per_test_seconds,
                 memory_mb=limits.memory_mb, signed=True, isolate_conftest=True,
             )  # fmt: skip
-            scores.append(score_task(task, manifest[task.id], run))
+        scores.append(
+            score_task(task, manifest.tests[task.id], run, rewritten_tests(run, manifest))
+        )
     return GradeReport(scores=scores, seconds=time.monotonic() - start, notes=notes)
 
 
@@ -351,7 +377,7 @@ def write_results(report: GradeReport, out: Path) -> None:
 def failed_report(tasks: tuple[Task, ...], reason: str, seconds: float) -> GradeReport:
     """Zero for every task, with the reason: what is written when grading itself fails."""
     scores = [TaskScore(task=t, problem=f"grading failed: {reason}") for t in tasks]
-    return GradeReport(scores=scores, seconds=seconds, notes=[reason])
+    return GradeReport(scores=scores, seconds=seconds, notes=[reason], grader_error=reason)
 
 
 def grade_to(

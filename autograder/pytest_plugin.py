@@ -10,7 +10,9 @@ duration, task markers, a short failure message), one per collection error, and 
 file descriptor (and closes it) before any test module is imported, and signs every
 line with an HMAC, so the grading parent can reject lines it did not get from here.
 
-It also records, before collection imports a submission's code, the identity of the
+At the end of collection it reports a fingerprint of the code of every imported test
+module, which the grader compares with its own, so a test file rewritten at run time is
+caught. It also records, before collection imports a submission's code, the identity of the
 pytest internals and helpers that decide an outcome (``call_and_report``,
 ``TestReport.from_item_and_call``, ``pytest.approx``, ``math.isclose``, the report hook
 implementations...). Every line carries whether they have changed since; the grader
@@ -26,6 +28,7 @@ import json
 import math
 import os
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +81,34 @@ def load_hypothesis_profile() -> None:
     )
     default = "ci" if os.environ.get("CI") else "dev"
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", default))
+
+
+def _fingerprint_code(code: types.CodeType, digest: Any) -> None:
+    digest.update(code.co_code)
+    digest.update(repr((code.co_names, code.co_varnames, code.co_freevars)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _fingerprint_code(const, digest)
+        else:
+            digest.update(repr(const).encode())
+
+
+def module_fingerprint(module: types.ModuleType) -> str:
+    """A hash of the code of every function and method a module defines (a Hypothesis
+    test counts by its inner test), to prove test modules were not rewritten."""
+    digest = hashlib.sha256()
+    for name in sorted(vars(module)):
+        obj = vars(module)[name]
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        members = [obj] if not isinstance(obj, type) else list(vars(obj).values())
+        for member in members:
+            member = getattr(getattr(member, "hypothesis", None), "inner_test", member)
+            code = getattr(member, "__code__", None)
+            if isinstance(code, types.CodeType):
+                digest.update(name.encode())
+                _fingerprint_code(code, digest)
+    return digest.hexdigest()
 
 
 def _guarded_objects() -> dict[str, Any]:
@@ -185,7 +216,15 @@ class Reporter:
                              if m.name in TASK_MARKERS)}
             for item in session.items
         ]  # fmt: skip
-        self.write({"event": "collected", "items": items, "foreign_modules": foreign})
+        fingerprints = {
+            name: module_fingerprint(module)
+            for name, module in sorted(sys.modules.items())
+            if name == "tests" or name.startswith("tests.")
+        }
+        self.write(
+            {"event": "collected", "items": items, "foreign_modules": foreign,
+             "fingerprints": fingerprints}
+        )  # fmt: skip
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or report.outcome != "passed":

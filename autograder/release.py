@@ -2,7 +2,10 @@
 
 The handout is the reference tree with every solution region of the released stages
 replaced by its stub (see :mod:`autograder.regions`); every other byte is copied as it
-is. ``--through N`` releases stages 0..N: the packages ``moduleK/`` and the test folders
+is, except the reference's own CI (``.ci/`` and ``.github/workflows/ci.yml``, which run
+the full suite and would fail on every student's stubs), which the handout leaves out;
+students' repositories get ``.github/workflows/classroom.yml`` instead.
+``--through N`` releases stages 0..N: the packages ``moduleK/`` and the test folders
 ``tests/moduleK/`` of later stages are left out entirely (no stubs, no tests), and the
 tooling in the handout ignores the registry's tasks whose package is absent, so
 ``minitorch status`` shows only what was released. Release the next stages later into a
@@ -47,6 +50,15 @@ class ReleaseReport:
     files_copied: int = 0
     files_stubbed: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
+
+
+REFERENCE_ONLY = (".ci/", ".github/workflows/ci.yml")
+"""Files and folders of the reference that a handout leaves out."""
+
+
+def _reference_only(rel: Path) -> bool:
+    path = rel.as_posix()
+    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in REFERENCE_ONLY)
 
 
 def _later_stage(rel: Path, through: int | None) -> bool:
@@ -98,7 +110,7 @@ def write_handout(root: Path, out_dir: Path, through: int | None = None) -> Rele
     stubbed_files = {path for t in tasks for path in t.files}
     report = ReleaseReport(out_dir=out_dir, tasks=tasks)
     for rel in repo_files(root):
-        if _later_stage(rel, through):
+        if _later_stage(rel, through) or _reference_only(rel):
             continue
         target = out_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,7 @@ class RunResult:
     timed_out: bool = False
     tampered: list[str] = field(default_factory=list)
     foreign_modules: list[str] = field(default_factory=list)
+    fingerprints: dict[str, str] = field(default_factory=dict)
     output: str = ""
     seconds: float = 0.0
 
@@ -102,6 +103,7 @@ def read_report(path: Path, key: bytes) -> RunResult:
         if event == "collected":
             result.collected = record.get("items", [])
             result.foreign_modules = record.get("foreign_modules", [])
+            result.fingerprints = record.get("fingerprints", {})
         elif event == "collect_error":
             result.collect_errors.append(f"{record.get('nodeid')}: {record.get('message')}")
         elif event == "test":

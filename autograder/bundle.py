@@ -1,0 +1,248 @@
+"""``minitorch gradescope-bundle``: build a Gradescope autograder zip.
+
+Gradescope unpacks the zip at ``/autograder/source``, runs ``setup.sh`` once to build
+the image, then ``run_autograder`` once per submission with the submission at
+``/autograder/submission``; the score must land in ``/autograder/results/results.json``.
+The zip holds, at its top level:
+
+``setup.sh``
+    installs a Python >= 3.11 (with apt, if the image has none), makes a virtual
+    environment and installs the grader's *dependencies* into it (the runtime
+    dependencies from ``pyproject.toml`` plus pytest, hypothesis and pytest-timeout),
+    then runs ``minitorch doctor`` as a smoke test.
+``run_autograder``
+    runs ``python -m autograder.cli grade`` from ``/autograder/source/grader`` (with
+    ``--stage`` / ``--reference-prerequisites`` baked in when given) and always leaves a
+    ``results.json``: if the grader wrote none, the script writes a zero score that says
+    the grader failed.
+``grader/``
+    the grader's copy of the repository. The submission's code runs in the same
+    container, so this holds nothing the grading does not need: normally a *verified
+    student handout* (made by :func:`autograder.release.release`; a file missing from a
+    submission gets its stub). With ``reference_prerequisites`` the grader needs the
+    reference for the earlier stages, so ``grader/`` is the **reference tree, and its
+    solutions are readable by the submission's code inside the container** (they are
+    copied into the grading workspace as well). Use that mode only where this is
+    acceptable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import stat
+import tempfile
+import tomllib
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from autograder.paths import ROOT, available_tasks, repo_files
+from autograder.release import release
+
+_GRADING_EXTRAS = ("pytest", "hypothesis", "pytest-timeout")
+_ZIP_TIME = (2020, 1, 1, 0, 0, 0)  # fixed, so the same tree gives the same zip
+
+
+def requirements(root: Path = ROOT) -> list[str]:
+    """What the grader's environment installs: the runtime dependencies of
+    ``pyproject.toml`` plus pytest, hypothesis and pytest-timeout (with the dev extra's
+    version bounds where it gives them)."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    found = list(project.get("dependencies", []))
+    dev = project.get("optional-dependencies", {}).get("dev", [])
+    for name in _GRADING_EXTRAS:
+        pinned = [r for r in dev if _requirement_name(r) == name]
+        found.append(pinned[0] if pinned else name)
+    return found
+
+
+def _requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9._-]+)", requirement)
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else ""
+
+
+def setup_script(reqs: list[str]) -> str:
+    """The text of ``setup.sh``."""
+    quoted = "\n".join(f"    {shlex.quote(r)}" for r in reqs)
+    return f"""#!/usr/bin/env bash
+# Gradescope runs this once, as root, to build the autograder image (written by
+# `minitorch gradescope-bundle`). It finds or installs a Python >= 3.11, makes a virtual
+# environment and installs the grader's dependencies into it. Only the dependencies:
+# the course tooling is not installed, because run_autograder runs it from
+# /autograder/source/grader itself (an installed copy would take its repository root
+# from site-packages instead of the grader's tree).
+set -euo pipefail
+AUTOGRADER=${{MINITORCH_AUTOGRADER_DIR:-/autograder}}
+VENV=${{MINITORCH_VENV:-/opt/minitorch-venv}}
+REQUIREMENTS=(
+{quoted}
+)
+
+python_ok() {{
+    "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' >/dev/null 2>&1
+}}
+find_python() {{
+    local candidate
+    for candidate in python3.13 python3.12 python3.11 python3; do
+        if command -v "$candidate" >/dev/null 2>&1 && python_ok "$candidate"; then
+            command -v "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}}
+apt_install() {{
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+}}
+
+if ! PYTHON=$(find_python); then
+    apt-get update
+    apt_install python3 python3-venv python3-pip || true
+    if ! PYTHON=$(find_python); then
+        apt_install python3.11 python3.11-venv  # Ubuntu 22.04, whose python3 is 3.10
+        PYTHON=$(find_python)
+    fi
+fi
+echo "setup.sh: using $PYTHON ($("$PYTHON" --version 2>&1))"
+
+if ! "$PYTHON" -m venv "$VENV"; then
+    # Debian and Ubuntu ship venv's pip bootstrap in a separate package.
+    version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    apt-get update
+    apt_install "python$version-venv" || apt_install python3-venv
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --no-cache-dir --upgrade pip
+"$VENV/bin/python" -m pip install --no-cache-dir "${{REQUIREMENTS[@]}}"
+
+chmod +x "$AUTOGRADER/source/run_autograder" 2>/dev/null || true
+# Smoke test: the grader's tree loads and its environment is complete.
+cd "$AUTOGRADER/source/grader"
+"$VENV/bin/python" -m autograder.cli doctor
+"""
+
+
+def run_script(stage: int | None, reference_prerequisites: bool) -> str:
+    """The text of ``run_autograder``."""
+    options = ""
+    if stage is not None:
+        options += f" --stage {int(stage)}"
+    if reference_prerequisites:
+        options += " --reference-prerequisites"
+    return f"""#!/usr/bin/env bash
+# Gradescope runs this once per submission (written by `minitorch gradescope-bundle`).
+# It grades /autograder/submission with the tooling of the grader's own tree, run from
+# that tree with `python -m` (so autograder.paths.ROOT is that tree, not site-packages),
+# and always leaves /autograder/results/results.json behind.
+set -uo pipefail
+AUTOGRADER=${{MINITORCH_AUTOGRADER_DIR:-/autograder}}
+PYTHON=${{MINITORCH_VENV:-/opt/minitorch-venv}}/bin/python
+GRADER="$AUTOGRADER/source/grader"
+RESULTS="$AUTOGRADER/results"
+SUBMISSION="$AUTOGRADER/submission"
+# Gradescope's machines have no GPU: stage 3 runs on Numba's CUDA simulator.
+export NUMBA_ENABLE_CUDASIM=1
+
+mkdir -p "$RESULTS"
+rm -f "$RESULTS/results.json"
+
+# A zip uploaded with one top folder (handout/module0/...) is graded from that folder.
+if ! compgen -G "$SUBMISSION/module[0-9]" >/dev/null; then
+    matches=()
+    for dir in "$SUBMISSION"/*/; do
+        dir=${{dir%/}}
+        [ -L "$dir" ] && continue
+        compgen -G "$dir/module[0-9]" >/dev/null && matches+=("$dir")
+    done
+    if [ "${{#matches[@]}}" -eq 1 ]; then
+        SUBMISSION=${{matches[0]}}
+        echo "run_autograder: grading the submission's folder ${{SUBMISSION#"$AUTOGRADER"/}}"
+    fi
+fi
+
+status=0
+cd "$GRADER" && "$PYTHON" -m autograder.cli grade "$SUBMISSION" --out "$RESULTS"{options} \\
+    || status=$?
+
+# The grader writes its results atomically, even when grading fails; this covers the
+# grader not starting at all (a broken environment, a crash before it could write).
+check='import json, sys; sys.exit(not isinstance(json.load(open(sys.argv[1])), dict))'
+if ! "$PYTHON" -c "$check" "$RESULTS/results.json" >/dev/null 2>&1; then
+    message="The autograder itself failed (exit code $status) before it wrote any results."
+    message+=" This is not a verdict on your code: please tell your instructor."
+    cat >"$RESULTS/results.json" <<EOF
+{{"score": 0, "visibility": "visible", "stdout_visibility": "visible",
+ "output": "$message"}}
+EOF
+fi
+exit 0
+"""
+
+
+def _entry(name: str, mode: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = (stat.S_IFREG | (mode & 0o777)) << 16
+    return info
+
+
+def _write_zip(path: Path, scripts: dict[str, str], tree: Path, files: list[Path]) -> None:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in scripts.items():
+            zf.writestr(_entry(name, 0o755), text)
+        for rel in files:
+            source = tree / rel
+            mode = 0o755 if source.stat().st_mode & 0o111 else 0o644
+            zf.writestr(_entry(f"grader/{rel.as_posix()}", mode), source.read_bytes())
+
+
+def build_gradescope_bundle(
+    out_zip: Path,
+    *,
+    stage: int | None = None,
+    reference_prerequisites: bool = False,
+    root: Path = ROOT,
+    log: Callable[[str], None] = print,
+) -> Path:
+    """Write the Gradescope autograder zip for the reference at ``root``; return its path.
+
+    Without ``reference_prerequisites`` ``grader/`` is a verified handout (released
+    through ``stage`` when one is given); a handout that fails verification raises
+    :class:`autograder.release.ReleaseError` and no zip is written. With it, ``grader/``
+    is the reference tree, whose solutions the graded code can then read. The zip is
+    written to a temporary file beside ``out_zip`` and renamed into place.
+    """
+    root = root.resolve()
+    out_zip = Path(out_zip).resolve()
+    if stage is not None and not any(t.stage == stage for t in available_tasks(root)):
+        raise ValueError(f"the registry has no task in stage {stage} in {root}")
+    if reference_prerequisites and stage is None:
+        raise ValueError("reference_prerequisites needs a stage")
+    scripts = {
+        "setup.sh": setup_script(requirements(root)),
+        "run_autograder": run_script(stage, reference_prerequisites),
+    }
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=out_zip.parent, prefix=f".{out_zip.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp_zip = Path(tmp_name)
+    try:
+        if reference_prerequisites:
+            log("shipping the reference tree: its solutions are readable in the container")
+            skip = {out_zip, tmp_zip}
+            files = [rel for rel in repo_files(root) if (root / rel).resolve() not in skip]
+            _write_zip(tmp_zip, scripts, root, files)
+        else:
+            with tempfile.TemporaryDirectory(prefix="minitorch-bundle-") as tmp:
+                handout = Path(tmp) / "handout"
+                release(handout, stage, root=root, log=log)
+                _write_zip(tmp_zip, scripts, handout, repo_files(handout))
+        os.chmod(tmp_zip, 0o644)
+        os.replace(tmp_zip, out_zip)
+    except BaseException:
+        tmp_zip.unlink(missing_ok=True)
+        raise
+    return out_zip

@@ -1,0 +1,167 @@
+"""``minitorch gradescope-bundle``: the zip's layout, what it ships, and its scripts.
+
+The handout bundle is built once for the module (its release verification takes a few
+seconds) and graded once end to end, the way Gradescope runs it, with the scripts'
+locations pointed at a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.bundle import build_gradescope_bundle, requirements
+from autograder.paths import ROOT
+
+WORD = "SOLUTION"  # spelled once, so this file holds no region marker itself
+MARKER = f"# BEGIN {WORD}"
+MARKER_LINE = re.compile(rf"^[ \t]*#[ \t]*(BEGIN|END)[ \t]+{WORD}", re.MULTILINE)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def handout_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
+    assert build_gradescope_bundle(out, log=_quiet) == out
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "reference.zip"
+    build_gradescope_bundle(out, stage=0, reference_prerequisites=True, log=_quiet)
+    return out
+
+
+def _read(zip_path: Path, name: str) -> str:
+    with zipfile.ZipFile(zip_path) as zf:
+        return zf.read(name).decode("utf-8")
+
+
+def test_scripts_are_at_the_top_and_executable(handout_zip: Path) -> None:
+    with zipfile.ZipFile(handout_zip) as zf:
+        assert zf.testzip() is None
+        infos = {info.filename: info for info in zf.infolist()}
+    assert {"setup.sh", "run_autograder"} <= set(infos)
+    tops = {name.split("/")[0] for name in infos}
+    assert tops == {"setup.sh", "run_autograder", "grader"}
+    for name in ("setup.sh", "run_autograder"):
+        mode = infos[name].external_attr >> 16
+        assert stat.S_ISREG(mode) and mode & 0o111 == 0o111, (name, oct(mode))
+    assert not any("__pycache__" in name or name.endswith(".pyc") for name in infos)
+
+
+def test_handout_bundle_ships_no_solution(handout_zip: Path) -> None:
+    with zipfile.ZipFile(handout_zip) as zf:
+        names = zf.namelist()
+        for name in names:
+            if name.startswith("grader/"):
+                text = zf.read(name).decode("utf-8", errors="replace")
+                assert not MARKER_LINE.search(text), name
+    operators = _read(handout_zip, "grader/module0/operators.py")
+    assert "raise NotImplementedError('Task 0.1: implement mul in" in operators
+    assert "return x * y" not in operators
+    assert "grader/tests/module0/test_operators.py" in names
+    assert "grader/autograder/cli.py" in names and "grader/pyproject.toml" in names
+
+
+def test_reference_bundle_ships_the_reference(reference_zip: Path) -> None:
+    operators = _read(reference_zip, "grader/module0/operators.py")
+    assert operators == (ROOT / "module0/operators.py").read_text(encoding="utf-8")
+    assert MARKER in operators and "return x * y" in operators
+    run = _read(reference_zip, "run_autograder")
+    assert "--stage 0 --reference-prerequisites" in run
+
+
+def test_scripts_grade_from_the_grader_tree(handout_zip: Path) -> None:
+    run = _read(handout_zip, "run_autograder")
+    assert 'cd "$GRADER" && "$PYTHON" -m autograder.cli grade "$SUBMISSION" --out "$RESULTS"' in run
+    assert "--stage" not in run and "--reference-prerequisites" not in run
+    setup = _read(handout_zip, "setup.sh")
+    for requirement in requirements(ROOT):
+        assert requirement in setup
+    assert "pip install" in setup
+    assert not re.search(r"pip install[^\n]*\s-e\s", setup)  # the tooling runs from the tree
+
+
+def test_requirements_are_the_runtime_deps_and_the_test_tools() -> None:
+    names = {r.split(">")[0].split("=")[0].split("<")[0] for r in requirements(ROOT)}
+    assert {"numpy", "numba", "matplotlib", "rich"} <= names
+    assert {"pytest", "hypothesis", "pytest-timeout"} <= names
+    assert not {"ruff", "mypy"} & names
+
+
+def test_bad_options_are_refused_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="needs a stage"):
+        build_gradescope_bundle(tmp_path / "a.zip", reference_prerequisites=True)
+    with pytest.raises(ValueError, match="no task in stage 9"):
+        build_gradescope_bundle(tmp_path / "a.zip", stage=9)
+    assert list(tmp_path.iterdir()) == []
+
+
+def _gradescope(tmp_path: Path, zip_path: Path, venv: Path) -> tuple[Path, dict[str, str]]:
+    """An /autograder folder in ``tmp_path`` with the zip unpacked at ``source``."""
+    base = tmp_path / "autograder"
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(base / "source")
+    run = base / "source" / "run_autograder"
+    run.chmod(0o755)
+    (base / "submission").mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "MINITORCH_AUTOGRADER_DIR": str(base),
+        "MINITORCH_VENV": str(venv),
+        "HYPOTHESIS_PROFILE": "verify",  # few examples: this checks the plumbing
+    }
+    return base, env
+
+
+def test_run_autograder_writes_a_zero_when_the_grader_cannot_start(
+    handout_zip: Path, tmp_path: Path
+) -> None:
+    base, env = _gradescope(tmp_path, handout_zip, tmp_path / "no-venv")
+    proc = subprocess.run([str(base / "source/run_autograder")], env=env, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((base / "results/results.json").read_text(encoding="utf-8"))
+    assert results["score"] == 0 and "autograder itself failed" in results["output"]
+
+
+def test_run_autograder_grades_a_submission_end_to_end(handout_zip: Path, tmp_path: Path) -> None:
+    # A stand-in for setup.sh's virtual environment: this interpreter.
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    python.chmod(0o755)
+    base, env = _gradescope(tmp_path, handout_zip, venv)
+    # Uploaded as a zip with one top folder; only tasks 0.1 and 0.2 are done.
+    solved = base / "submission" / "my-handout" / "module0"
+    solved.mkdir(parents=True)
+    (solved / "operators.py").write_bytes((ROOT / "module0/operators.py").read_bytes())
+    proc = subprocess.run([str(base / "source/run_autograder")], env=env, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "grading the submission's folder submission/my-handout" in proc.stdout
+    results = json.loads((base / "results/results.json").read_text(encoding="utf-8"))
+    scores = {t["number"]: (t["score"], t["max_score"]) for t in results["tests"]}
+    assert scores["0.1"] == (10.0, 10.0) and scores["0.2"] == (10.0, 10.0), scores
+    assert scores["0.3"] == (0.0, 10.0)
+    assert results["score"] == 20.0
+    assert {p.name for p in (base / "results").iterdir()} >= {
+        "results.json",
+        "classroom.json",
+        "junit.xml",
+        "summary.md",
+    }

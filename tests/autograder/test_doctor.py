@@ -1,0 +1,77 @@
+"""``minitorch doctor``: one table row per check, and exit 1 on any FAIL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from autograder import doctor
+
+
+def _console() -> Console:
+    return Console(record=True, width=240, color_system=None)
+
+
+def test_doctor_prints_a_row_per_check_and_passes_here() -> None:
+    console = _console()
+    code = doctor.run_doctor(console)
+    text = console.export_text()
+    for name in ("Python", "numpy", "numba", "CUDA", "matplotlib", "pytest", "repository"):
+        assert any(line.strip("│ ").startswith(name) for line in text.splitlines()), name
+    assert "FAIL" not in text
+    assert code == 0
+
+
+def test_a_failing_check_makes_the_doctor_return_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "MIN_PYTHON", (99, 0))
+    console = _console()
+    code = doctor.run_doctor(console, checks=[doctor.check_python, doctor.check_rich])
+    text = console.export_text()
+    assert code == 1
+    assert "FAIL" in text and "Python 99.0 or newer" in text
+
+
+def test_a_check_that_raises_is_a_fail_row() -> None:
+    def check_broken() -> doctor.Check:
+        raise OSError("disk on fire")
+
+    console = _console()
+    assert doctor.run_doctor(console, checks=[check_broken]) == 1
+    assert "disk on fire" in console.export_text()
+
+
+def test_cuda_simulator_is_reported_without_probing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    monkeypatch.setattr(doctor, "_child", pytest.fail)  # must not start a child process
+    row = doctor.check_cuda()
+    assert (row.status, row.detail.split(";")[0]) == ("OK", "simulator (NUMBA_ENABLE_CUDASIM=1)")
+
+
+def test_no_gpu_is_a_warning_that_names_the_fixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    monkeypatch.setattr(doctor, "_child", lambda *a, **k: {"available": False, "name": ""})
+    row = doctor.check_cuda()
+    assert row.status == "WARN"
+    assert "NUMBA_ENABLE_CUDASIM=1" in row.fix and ".[cuda]" in row.fix
+
+
+def test_a_hanging_child_is_cut_off() -> None:
+    with pytest.raises(RuntimeError, match="timed out"):
+        doctor._child("import time; time.sleep(30)", timeout=0.5)
+
+
+def test_missing_dev_tools_are_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "_version", lambda dist: None)
+    row = doctor.check_hypothesis()
+    assert row.status == "WARN" and row.fix == 'pip install -e ".[dev]"'
+
+
+def test_a_tree_without_stage_packages_fails(tmp_path: Path) -> None:
+    assert doctor.check_layout(tmp_path).status == "FAIL"
+    (tmp_path / "module0").mkdir()
+    assert doctor.check_layout(tmp_path).status == "WARN"  # no tests/
+    (tmp_path / "tests").mkdir()
+    row = doctor.check_layout(tmp_path)
+    assert row.status == "OK" and row.detail.startswith("module0 (")
