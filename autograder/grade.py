@@ -160,13 +160,24 @@ class Manifest:
     fingerprints: dict[str, str]
 
 
+def test_dirs(tasks: tuple[Task, ...]) -> list[str]:
+    """Where graded tests live: ``tests/moduleN`` for each stage graded."""
+    return [f"tests/module{stage}" for stage in sorted({t.stage for t in tasks})]
+
+
 def collect_manifest(root: Path, tasks: tuple[Task, ...], limits: Limits) -> Manifest:
-    """Collect the grader's own tests (no submission code runs)."""
+    """Collect the grader's own tests (no submission code runs), in a copy of the files
+    a workspace is made of, so both see exactly the same tests."""
     expression = " or ".join(t.marker for t in tasks)
-    result = run_pytest(
-        root, ["tests", "--collect-only", "-q", "-m", expression],
-        timeout=limits.per_task_seconds, isolate_conftest=True,
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="minitorch-manifest-") as tmp:
+        pristine = Path(tmp)
+        for rel in repo_files(root):
+            (pristine / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, pristine / rel)
+        result = run_pytest(
+            pristine, [*test_dirs(tasks), "--collect-only", "-q", "-m", expression],
+            timeout=limits.per_task_seconds, isolate_conftest=True,
+        )  # fmt: skip
     if result.collected is None or result.collect_errors:
         detail = "\n".join(result.collect_errors) or result.output[-2000:]
         raise RuntimeError(f"the grader's own tests do not collect:\n{detail}")
@@ -264,7 +275,7 @@ def grade(
             workspace.mkdir()
             notes = build_workspace(submission, root, workspace, stage, reference_prerequisites)
             run = run_pytest(
-                workspace, ["tests", "-m", task.marker, "-q"],
+                workspace, [*test_dirs((task,)), "-m", task.marker, "-q"],
                 timeout=limits.per_task_seconds, per_test_timeout=limits.per_test_seconds,
                 memory_mb=limits.memory_mb, signed=True, isolate_conftest=True,
             )  # fmt: skip
