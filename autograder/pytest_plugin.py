@@ -15,8 +15,12 @@ module, which the grader compares with its own, so a test file rewritten at run 
 caught. It also records, before collection imports a submission's code, the identity of the
 pytest internals and helpers that decide an outcome (``call_and_report``,
 ``TestReport.from_item_and_call``, ``pytest.approx``, ``math.isclose``, the report hook
-implementations...). Every line carries whether they have changed since; the grader
-scores a run with any change as zero.
+implementations, the registered plugins, this reporter's own ``write``...), and then
+the function each collected test runs. Every line carries whether any of that has
+changed; the grader scores a run with any change as zero.
+
+The signature proves a line came from a process holding the secret; it cannot prove
+that code inside that process (the submission runs there too) did not misuse it.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ def load_hypothesis_profile() -> None:
         "verify",
         max_examples=10,
         deadline=None,
+        database=None,
         derandomize=True,
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=list(HealthCheck),
@@ -133,6 +138,11 @@ def _guarded_objects() -> dict[str, Any]:
         "builtins.isinstance": builtins.isinstance,
         "builtins.float": builtins.float,
         "builtins.type": builtins.type,
+        "Reporter.write": Reporter.write,
+        "hmac.new": hmac.new,
+        "hmac.HMAC.hexdigest": hmac.HMAC.hexdigest,
+        "json.dumps": json.dumps,
+        "hashlib.sha256": hashlib.sha256,
     }
     try:  # the suite's exact-type assertion helpers, when the tree has them
         import tests.strict as strict
@@ -148,12 +158,22 @@ def _guarded_objects() -> dict[str, Any]:
 
 
 class TamperGuard:
-    """Remembers what decides an outcome; :meth:`changes` lists what differs now."""
+    """Remembers what decides an outcome; :meth:`changes` lists what differs now.
 
-    def __init__(self, config: pytest.Config) -> None:
+    Taken when collection starts, before any test module (and so any submission code)
+    is imported: the guarded objects, the hook implementations, the registered plugins.
+    Later, the functions collected for each test are remembered too, and a test whose
+    item no longer runs that function is reported.
+    """
+
+    def __init__(self, config: pytest.Config, reporter: Reporter) -> None:
         self.config = config
+        self.reporter = reporter
         self.objects = _guarded_objects()
         self.hooks = self._hooks()
+        self.plugins = list(config.pluginmanager.get_plugins())
+        self.functions: dict[str, Any] = {}
+        self.swapped: list[str] = []
 
     def _hooks(self) -> dict[str, list[Any]]:
         hook = self.config.pluginmanager.hook
@@ -167,7 +187,22 @@ class TamperGuard:
         found = [name for name, obj in self.objects.items() if now[name] is not obj]
         hooks = self._hooks()
         found += [f"hook {name}" for name in _GUARDED_HOOKS if hooks[name] != self.hooks[name]]
+        manager = self.config.pluginmanager
+        found += [
+            f"plugin {manager.get_name(plugin)} registered during the run"
+            for plugin in manager.get_plugins()
+            if not any(plugin is known for known in self.plugins)
+        ]
+        if "write" in vars(self.reporter) or type(self.reporter) is not Reporter:
+            found.append("the reporter was replaced")
+        found += self.swapped
         return found
+
+    def check_item(self, item: pytest.Item) -> None:
+        """Note a test whose item no longer runs the function collected for it."""
+        expected = self.functions.get(item.nodeid)
+        if expected is not None and getattr(item, "obj", None) is not expected:
+            self.swapped.append(f"test function of {item.nodeid} swapped")
 
 
 class Reporter:
@@ -191,9 +226,14 @@ class Reporter:
         self.file.flush()
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self.guard = TamperGuard(self.config)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        self.guard = TamperGuard(self.config, self)
         self.write({"event": "start", "python": sys.version.split()[0]})
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        if self.guard is not None:
+            self.guard.check_item(item)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -203,6 +243,10 @@ class Reporter:
             )  # fmt: skip
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.guard is not None:
+            self.guard.functions = {
+                item.nodeid: getattr(item, "obj", None) for item in session.items
+            }
         # Stage packages must come from the tree under test, not an installed copy.
         foreign = []
         for name, module in list(sys.modules.items()):

@@ -2,9 +2,11 @@
 
 The handout is the reference tree with every solution region of the released stages
 replaced by its stub (see :mod:`autograder.regions`); every other byte is copied as it
-is, except the reference's own CI (``.ci/`` and ``.github/workflows/ci.yml``, which run
-the full suite and would fail on every student's stubs), which the handout leaves out;
-students' repositories get ``.github/workflows/classroom.yml`` instead.
+is, except what only makes sense for the reference, which the handout leaves out: its
+own CI (``.ci/``, ``.github/workflows/ci.yml``: they run the full suite and would fail
+on every student's stubs; student repositories use ``.github/workflows/classroom.yml``)
+and the tests of the tooling itself (``tests/autograder/``, ``tests/test_registry.py``:
+they check the reference's solution regions and would only slow and confuse students).
 ``--through N`` releases stages 0..N: the packages ``moduleK/`` and the test folders
 ``tests/moduleK/`` of later stages are left out entirely (no stubs, no tests), and the
 tooling in the handout ignores the registry's tasks whose package is absent, so
@@ -52,7 +54,7 @@ class ReleaseReport:
     checks: list[str] = field(default_factory=list)
 
 
-REFERENCE_ONLY = (".ci/", ".github/workflows/ci.yml")
+REFERENCE_ONLY = (".ci/", ".github/workflows/ci.yml", "tests/autograder/", "tests/test_registry.py")
 """Files and folders of the reference that a handout leaves out."""
 
 
@@ -117,7 +119,10 @@ def write_handout(root: Path, out_dir: Path, through: int | None = None) -> Rele
         path = rel.as_posix()
         if path in stubbed_files:
             text = (root / rel).read_bytes().decode("utf-8")
-            target.write_bytes(stub_text(text, path).encode("utf-8"))
+            try:
+                target.write_bytes(stub_text(text, path).encode("utf-8"))
+            except RegionError as exc:
+                raise ReleaseError(str(exc)) from exc
             report.files_stubbed.append(path)
         else:
             shutil.copy2(root / rel, target)
@@ -183,7 +188,8 @@ def verify(
     imports = "; ".join(f"import module{s}" for s in stages) or "pass"
     proc = subprocess.run(
         [sys.executable, "-c", imports], cwd=report.out_dir, capture_output=True, text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(report.out_dir), "MPLBACKEND": "Agg"},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(report.out_dir), "MPLBACKEND": "Agg",
+             "PYTHONDONTWRITEBYTECODE": "1"},
         timeout=600,
     )  # fmt: skip
     if proc.returncode != 0:
@@ -253,6 +259,7 @@ def release(
         shutil.rmtree(out_dir)
     if not any((root / rel).is_file() for t in TASKS for rel in t.files):
         raise ReleaseError(f"{root} holds no task files: is it the reference repository?")
+    check_regions(root, available_tasks(root))  # malformed markers: refuse, don't crash
     report = write_handout(root, out_dir, through)
     log(f"wrote {report.files_copied} files to {out_dir} "
         f"({len(report.files_stubbed)} with stubs, tasks "

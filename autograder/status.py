@@ -39,8 +39,9 @@ class TaskStatus:
 
 def still_stubbed(task: Task, root: Path = ROOT) -> bool:
     """Whether any of the task's handout stubs is still in its files."""
+    tid = re.escape(task.id)
     pattern = re.compile(
-        rf"NotImplementedError\(\s*['\"]Task {re.escape(task.id)}:|# Task {re.escape(task.id)}:"
+        rf"NotImplementedError\(\s*['\"]Task {tid}: implement |\bpass  # Task {tid}: implement "
     )
     for rel in task.files:
         try:

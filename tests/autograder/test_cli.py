@@ -1,0 +1,203 @@
+"""The ``minitorch`` command: ``status``, ``test`` and ``grade``.
+
+Each command runs the way a student or an instructor runs it, in a subprocess
+(``python -m autograder.cli`` with the tree as working folder and PYTHONPATH), on the
+reference and on a handout written with ``write_handout`` (no verification: the release
+tests do that). ``status`` is also checked through ``collect_status``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from autograder.registry import TASKS, tasks_for_stage
+from autograder.release import write_handout
+from autograder.status import collect_status, still_stubbed
+
+ROOT = Path(__file__).resolve().parents[2]
+TOTAL = sum(t.points for t in TASKS)
+STAGE0 = tasks_for_stage(0)
+FILES = sorted({path for task in STAGE0 for path in task.files})
+
+
+@pytest.fixture(scope="module")
+def quick_hypothesis() -> Iterator[None]:
+    """Child test runs inherit HYPOTHESIS_PROFILE: few examples, no shrinking."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HYPOTHESIS_PROFILE", "verify")
+        yield
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cli") / "handout"
+    write_handout(ROOT, out)
+    return out
+
+
+def minitorch(tree: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``minitorch ARGS`` run from ``tree``, with that tree's tooling."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "autograder.cli", *args], cwd=tree, env=env,
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def table_rows(output: str) -> dict[str, list[str]]:
+    """Task id -> the cells of its row in the status table."""
+    rows = {}
+    for line in output.splitlines():
+        cells = [c.strip() for c in re.split(r"[│┃|]", line)[1:-1]]
+        if len(cells) == 6 and re.fullmatch(r"\d+\.\d+", cells[1]):
+            rows[cells[1]] = cells
+    return rows
+
+
+# -- status -----------------------------------------------------------------------------
+
+
+def test_status_of_the_reference(quick_hypothesis: None) -> None:
+    statuses, run = collect_status(ROOT, console=Console(file=io.StringIO()))
+    assert [s.task.id for s in statuses] == [t.id for t in TASKS]
+    for status in statuses:
+        assert status.state == "passed", (status.task.id, status.passed, status.total)
+        assert status.total >= 3 and not status.stubbed
+    assert sum(s.points for s in statuses) == TOTAL
+    assert run.collect_errors == []
+
+
+def test_status_of_a_handout(handout: Path, quick_hypothesis: None) -> None:
+    statuses, _ = collect_status(handout, console=Console(file=io.StringIO()))
+    assert [s.task.id for s in statuses] == [t.id for t in TASKS]
+    for status in statuses:
+        assert status.state == "not started", status.task.id
+        assert status.passed == 0 and status.total >= 3 and status.stubbed
+    assert sum(s.points for s in statuses) == 0
+
+
+def test_still_stubbed_sees_stubs_and_nothing_else(handout: Path) -> None:
+    # "not started" rests on this: the reference has no stub left, the handout one per
+    # task and file.
+    for task in TASKS:
+        assert not still_stubbed(task, ROOT), f"task {task.id}: the reference seen as stubbed"
+        assert still_stubbed(task, handout), task.id
+
+
+def test_status_command_on_the_reference(quick_hypothesis: None) -> None:
+    proc = minitorch(ROOT, "status")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = table_rows(proc.stdout)
+    assert sorted(rows) == sorted(t.id for t in TASKS), proc.stdout
+    for task in TASKS:
+        tests, points, state = rows[task.id][3:]
+        passed, total = tests.split("/")
+        assert passed == total and state == "passed", rows[task.id]
+        assert points == f"{task.points:.1f} / {task.points}"
+    assert f"{len(TASKS)}/{len(TASKS)} tasks passed" in proc.stdout
+    assert f"{TOTAL:.1f} / {TOTAL}" in proc.stdout
+
+
+def test_status_command_on_a_handout(handout: Path, quick_hypothesis: None) -> None:
+    proc = minitorch(handout, "status")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = table_rows(proc.stdout)
+    assert sorted(rows) == sorted(t.id for t in TASKS), proc.stdout
+    for task in TASKS:
+        assert rows[task.id][5] == "not started", rows[task.id]
+        assert rows[task.id][3].startswith("0/")
+    assert f"0/{len(TASKS)} tasks passed" in proc.stdout
+    assert f"0.0 / {TOTAL}" in proc.stdout
+
+
+# -- test -------------------------------------------------------------------------------
+
+
+def test_test_command_runs_one_task_and_says_where_to_look(quick_hypothesis: None) -> None:
+    proc = minitorch(ROOT, "test", "0.4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "Task 0.4" in out and "all tests pass" in out
+    assert re.search(r"\d+ passed", out), out
+    assert "module0/autodiff.py: central_difference" in out
+    assert "module0/scalar.py: Add.forward, Log.forward, Mul.forward" in out
+    assert "module0/README.md, section 'Task 0.4'" in out
+
+
+def test_test_command_on_a_handout_fails_and_says_where_to_look(
+    handout: Path, quick_hypothesis: None
+) -> None:
+    proc = minitorch(handout, "test", "0.3")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "some tests fail" in proc.stdout
+    assert "NotImplementedError" in proc.stdout
+    assert "module0/module.py: Module.modules, Module.train" in proc.stdout
+
+
+def test_test_command_rejects_an_unknown_task() -> None:
+    proc = minitorch(ROOT, "test", "9.9")
+    assert proc.returncode == 2
+    assert "9.9" in proc.stdout
+    assert ", ".join(t.id for t in TASKS) in proc.stdout
+
+
+# -- grade ------------------------------------------------------------------------------
+
+
+def reference_submission(dest: Path) -> Path:
+    for rel in FILES:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, dest / rel)
+    return dest
+
+
+def check_outputs(out: Path) -> dict[str, object]:
+    assert sorted(p.name for p in out.iterdir()) == [
+        "classroom.json", "junit.xml", "results.json", "summary.md",
+    ]  # fmt: skip
+    json.loads((out / "classroom.json").read_text(encoding="utf-8"))
+    results: dict[str, object] = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    return results
+
+
+def test_grade_command_writes_the_four_files(tmp_path: Path, quick_hypothesis: None) -> None:
+    # --reference-prerequisites with --stage 0 grades normally (there is no earlier
+    # stage to take from the reference).
+    submission = reference_submission(tmp_path / "sub")
+    out = tmp_path / "out"
+    proc = minitorch(
+        ROOT, "grade", str(submission), "--out", str(out), "--stage", "0",
+        "--reference-prerequisites", "--per-test-timeout", "60", "--task-timeout", "300",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = check_outputs(out)
+    points = sum(t.points for t in STAGE0)
+    assert results["score"] == points and results["max_score"] == points
+    assert f"score {points} / {points}" in proc.stdout
+
+
+def test_reference_prerequisites_needs_a_stage(tmp_path: Path) -> None:
+    submission = reference_submission(tmp_path / "sub")
+    out = tmp_path / "out"
+    proc = minitorch(ROOT, "grade", str(submission), "--out", str(out),
+                     "--reference-prerequisites")  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the grade itself failed
+    results = check_outputs(out)
+    assert results["score"] == 0
+    assert "--reference-prerequisites needs --stage" in str(results["output"])
+    tests = results["tests"]
+    assert isinstance(tests, list) and len(tests) == len(TASKS)
+    for test in tests:
+        assert test["score"] == 0 and "needs --stage" in test["output"]
+    assert "needs --stage" in (out / "summary.md").read_text(encoding="utf-8")

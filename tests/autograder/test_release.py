@@ -1,0 +1,419 @@
+"""``minitorch release`` and the solution regions it stubs.
+
+The real release of this repository, verification included, runs once for the module
+(so the project's own suite runs the same checks as the command). Its refusals are
+tested on small fake trees with ``check_regions`` and ``write_handout`` directly, and,
+for the two checks that need test runs (a graded test that passes on the handout, one
+that fails on the reference), with a full release of a modified copy of the repository.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.paths import repo_files
+from autograder.regions import RegionError, find_regions, stub_line, stub_text
+from autograder.registry import TASKS
+from autograder.release import (
+    REFERENCE_ONLY,
+    ReleaseError,
+    ReleaseReport,
+    check_regions,
+    release,
+    write_handout,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+WORD = "SOLUTION"  # spelled once, so this file holds no region marker itself
+BEGIN = f"# BEGIN {WORD}"
+END = f"# END {WORD}"
+MARKER_LINE = re.compile(rf"^[ \t]*#[ \t]*(BEGIN|END)[ \t]+{WORD}", re.MULTILINE)
+DECLARED = {path for task in TASKS for path in task.files}
+FIVE_CHECKS = [
+    "regions and registry agree",
+    "no solution text or marker left",
+    "handout imports and its tests collect",
+    "every graded test fails on the handout",
+    "every graded test passes on the reference",
+]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _reference_only(rel: str) -> bool:
+    return any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in REFERENCE_ONLY)
+
+
+def copy_repo(dest: Path) -> Path:
+    """The reference's tracked files, copied to ``dest`` (not a git checkout: the tooling
+    then lists every file outside its excluded folders)."""
+    for rel in repo_files(ROOT):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, target)
+    return dest
+
+
+CACHES = ("__pycache__", ".hypothesis")
+"""What the verification's own runs leave in the handout (the handout's .gitignore
+keeps them out of a student's repository)."""
+
+
+def files_under(root: Path) -> set[str]:
+    """Every file under ``root``, less the caches of the verification runs."""
+    return {
+        p.relative_to(root).as_posix() for p in root.rglob("*")
+        if p.is_file() and not set(p.relative_to(root).parts) & set(CACHES)
+    }  # fmt: skip
+
+
+# -- the real release of this repository ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReleaseReport, list[str]]:
+    lines: list[str] = []
+    out = tmp_path_factory.mktemp("release") / "handout"
+    report = release(out, root=ROOT, log=lines.append)
+    return report, lines
+
+
+def test_release_of_this_repository_passes_all_five_checks(
+    handout: tuple[ReleaseReport, list[str]],
+) -> None:
+    report, lines = handout
+    assert report.checks == FIVE_CHECKS
+    assert [t.id for t in report.tasks] == [t.id for t in TASKS]
+    assert sorted(report.files_stubbed) == sorted(DECLARED)
+    assert any(line.startswith("checked: all ") and "pass on the reference" in line
+               for line in lines), lines  # fmt: skip
+
+
+def test_handout_has_no_marker_left(handout: tuple[ReleaseReport, list[str]]) -> None:
+    report, _ = handout
+    for rel in files_under(report.out_dir):
+        if rel.endswith(".py"):
+            text = (report.out_dir / rel).read_text(encoding="utf-8")
+            assert not MARKER_LINE.search(text), rel
+
+
+def test_declared_files_raise_naming_task_function_and_file(
+    handout: tuple[ReleaseReport, list[str]],
+) -> None:
+    report, _ = handout
+    for path in sorted(DECLARED):
+        handout_text = (report.out_dir / path).read_text(encoding="utf-8")
+        regions = find_regions((ROOT / path).read_text(encoding="utf-8"), path)
+        assert regions, path
+        for region in regions:
+            assert region.function, f"{path}:{region.begin} is in no function"
+            line = (
+                f"raise NotImplementedError('Task {region.task_id}: implement "
+                f"{region.function} in {path} (see module{region.task_id.split('.')[0]}"
+                "/README.md)')"
+            )
+            assert f"{region.indent}{line}\n" in handout_text, (path, region.function)
+        stubs = re.findall(r"raise NotImplementedError\('Task (\d+\.\d+): ", handout_text)
+        assert sorted(stubs) == sorted(r.task_id for r in regions), path
+
+
+def test_every_other_file_is_byte_identical(handout: tuple[ReleaseReport, list[str]]) -> None:
+    report, _ = handout
+    tracked = {rel.as_posix() for rel in repo_files(ROOT)}
+    expected = {rel for rel in tracked if not _reference_only(rel)}
+    assert files_under(report.out_dir) == expected
+    assert any(_reference_only(rel) for rel in tracked)  # the reference CI is left out
+    for rel in expected - DECLARED:
+        assert (report.out_dir / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
+
+
+def test_verification_caches_are_ignored_by_the_handouts_gitignore(
+    handout: tuple[ReleaseReport, list[str]],
+) -> None:
+    report, _ = handout
+    ignored = (report.out_dir / ".gitignore").read_text(encoding="utf-8").split()
+    left = {part for p in report.out_dir.rglob("*") for part in p.relative_to(report.out_dir).parts}
+    for cache in set(CACHES) & left:
+        assert f"{cache}/" in ignored, cache
+
+
+def test_through_0_is_the_whole_release_today(
+    handout: tuple[ReleaseReport, list[str]], tmp_path: Path
+) -> None:
+    report, _ = handout
+    partial = write_handout(ROOT, tmp_path / "through0", through=0)
+    assert [t.id for t in partial.tasks] == [t.id for t in report.tasks]
+    assert files_under(tmp_path / "through0") == files_under(report.out_dir)
+    for rel in files_under(report.out_dir):
+        assert (tmp_path / "through0" / rel).read_bytes() == (report.out_dir / rel).read_bytes(), (
+            rel
+        )
+
+
+def test_release_refuses_an_occupied_folder_and_the_reference(tmp_path: Path) -> None:
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "keep.txt").write_text("mine")
+    with pytest.raises(ReleaseError, match="not empty"):
+        release(tmp_path / "busy", root=ROOT, check=False, log=_quiet)
+    assert (tmp_path / "busy" / "keep.txt").read_text() == "mine"
+    with pytest.raises(ReleaseError, match="contains the reference"):
+        release(ROOT, root=ROOT, check=False, log=_quiet)
+    with pytest.raises(ReleaseError, match="contains the reference"):
+        release(ROOT.parent, root=ROOT, check=False, log=_quiet)
+
+
+def test_later_stages_are_left_out(tmp_path: Path) -> None:
+    fake = copy_repo(tmp_path / "fake")
+    (fake / "module9").mkdir()
+    (fake / "module9" / "__init__.py").write_text('"""A later stage."""\n')
+    (fake / "tests" / "module9").mkdir()
+    (fake / "tests" / "module9" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (fake / "tests" / "module9_notes.txt").write_text("not a stage folder\n")
+
+    report = write_handout(fake, tmp_path / "through0", through=0)
+    written = files_under(tmp_path / "through0")
+    assert not any(rel.startswith(("module9/", "tests/module9/")) for rel in written)
+    assert "tests/module9_notes.txt" in written
+    assert "module0/operators.py" in report.files_stubbed
+
+    write_handout(fake, tmp_path / "all")
+    written = files_under(tmp_path / "all")
+    assert {"module9/__init__.py", "tests/module9/test_x.py"} <= written
+
+
+# -- check_regions on small fake trees --------------------------------------------------
+
+
+def region_tree(tmp_path: Path, edits: dict[str, str] | None = None) -> Path:
+    """The reference's stage packages (module0/...) with ``edits`` applied."""
+    for rel in repo_files(ROOT):
+        if rel.parts[0] == "module0":
+            target = tmp_path / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, target)
+    for name, text in (edits or {}).items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_check_regions_accepts_the_reference(tmp_path: Path) -> None:
+    check_regions(region_tree(tmp_path), TASKS)
+    check_regions(ROOT, TASKS)
+
+
+def test_region_of_an_unknown_task_is_refused(tmp_path: Path) -> None:
+    text = (ROOT / "module0/operators.py").read_text(encoding="utf-8")
+    text += f"\n\ndef extra() -> None:\n    {BEGIN} 9.9\n    pass\n    {END}\n"
+    tree = region_tree(tmp_path, {"module0/operators.py": text})
+    with pytest.raises(ReleaseError, match=r"module0/operators\.py:\d+: region of task 9\.9"):
+        check_regions(tree, TASKS)
+
+
+def test_region_in_a_file_its_task_does_not_list_is_refused(tmp_path: Path) -> None:
+    text = (ROOT / "module0/optim.py").read_text(encoding="utf-8")
+    text += f"\n\ndef extra() -> None:\n    {BEGIN} 0.1\n    pass\n    {END}\n"
+    tree = region_tree(tmp_path, {"module0/optim.py": text})
+    with pytest.raises(ReleaseError, match=r"module0/optim\.py:\d+: region of task 0\.1"):
+        check_regions(tree, TASKS)
+
+
+def test_task_without_a_region_in_a_listed_file_is_refused(tmp_path: Path) -> None:
+    path = "module0/module.py"
+    stubbed = stub_text((ROOT / path).read_text(encoding="utf-8"), path)
+    tree = region_tree(tmp_path, {path: stubbed})
+    with pytest.raises(ReleaseError, match=r"task 0\.3 lists module0/module\.py but has no"):
+        check_regions(tree, TASKS)
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        (f"    {BEGIN} 0.1\n    return x\n", r"operators\.py:\d+: region of task 0\.1 is never"),
+        (f"    {END}\n", r"operators\.py:\d+: END marker without a BEGIN"),
+        (f"    #BEGIN  {WORD} 0.1\n", r"operators\.py:\d+: malformed solution marker"),
+        (f"    {BEGIN} 0.1 nowrite please\n", r"operators\.py:\d+: malformed solution marker"),
+    ],
+    ids=["unclosed", "stray-end", "misspelt", "bad-kind"],
+)
+def test_malformed_markers_are_refused(tmp_path: Path, marker: str, message: str) -> None:
+    text = (ROOT / "module0/operators.py").read_text(encoding="utf-8")
+    text += f"\n\ndef extra(x: float) -> float:\n{marker}"
+    tree = region_tree(tmp_path, {"module0/operators.py": text})
+    with pytest.raises(ReleaseError, match=message):
+        check_regions(tree, TASKS)
+
+
+def test_release_refuses_a_malformed_marker_in_a_declared_file(tmp_path: Path) -> None:
+    # The same refusal through release() itself (as `minitorch release` runs it), where
+    # the declared file is stubbed before any check runs.
+    fake = copy_repo(tmp_path / "fake")
+    path = fake / "module0/operators.py"
+    path.write_text(
+        path.read_text(encoding="utf-8")
+        + f"\n\ndef extra(x: float) -> float:\n    {BEGIN} 0.1\n    return x\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ReleaseError, match=r"module0/operators\.py:\d+: region of task 0\.1"):
+        release(tmp_path / "handout", root=fake, log=_quiet)
+
+
+# -- full releases of modified copies: checks 4 and 5 -----------------------------------
+
+FAKE_TEST = """import pytest
+
+pytestmark = pytest.mark.task0_1
+
+
+def test_trivial():
+    assert {condition}
+"""
+
+
+def test_release_refuses_a_graded_test_that_passes_on_the_handout(tmp_path: Path) -> None:
+    fake = copy_repo(tmp_path / "fake")
+    (fake / "tests/module0/test_fake.py").write_text(FAKE_TEST.format(condition="1 + 1 == 2"))
+    with pytest.raises(ReleaseError) as excinfo:
+        release(tmp_path / "handout", root=fake, log=_quiet)
+    message = str(excinfo.value)
+    assert "pass on the handout" in message
+    assert "task 0.1: tests/module0/test_fake.py::test_trivial" in message
+    assert message.count("::") == 1, message  # nothing else is blamed
+
+
+def test_release_refuses_a_graded_test_that_fails_on_the_reference(tmp_path: Path) -> None:
+    fake = copy_repo(tmp_path / "fake")
+    (fake / "tests/module0/test_fake.py").write_text(FAKE_TEST.format(condition="1 + 1 == 3"))
+    with pytest.raises(ReleaseError) as excinfo:
+        release(tmp_path / "handout", root=fake, log=_quiet)
+    message = str(excinfo.value)
+    assert "fail on the reference" in message
+    assert "task 0.1: tests/module0/test_fake.py::test_trivial" in message
+    assert message.count("::") == 1, message
+
+
+# -- regions: finding and stubbing ------------------------------------------------------
+
+
+def test_regions_know_their_task_and_enclosing_function() -> None:
+    path = "module0/scalar.py"
+    regions = find_regions((ROOT / path).read_text(encoding="utf-8"), path)
+    found = {(r.task_id, r.function) for r in regions}
+    assert ("0.4", "Mul.forward") in found
+    assert ("0.5", "Mul.backward") in found
+    region = next(r for r in regions if r.function == "Mul.forward")
+    assert region.path == path and not region.nowrite
+    assert region.end > region.begin and region.indent == " " * 8
+
+
+def sample(newline: str = "\n") -> str:
+    lines = [
+        '"""A module."""',
+        "",
+        "",
+        "class Box:",
+        "    def size(self) -> int:",
+        '        """Docs stay."""',
+        f"        {BEGIN} 3.1",
+        "        return 1",
+        f"        {END}",
+        "",
+        "    @staticmethod",
+        "    def kernel(out: list[float]) -> None:",
+        f"        {BEGIN} 3.2 nowrite",
+        "        out[0] = 1.0",
+        f"        {END}",
+        "",
+        "",
+        "def top() -> int:  # trailing",
+        f"    {BEGIN} 3.1",
+        "    x = 2",
+        "    return x",
+        f"    {END}",
+        "",
+    ]
+    return newline.join(lines)
+
+
+def test_find_regions_of_a_sample() -> None:
+    text = sample()
+    regions = find_regions(text, "module3/box.py")
+    assert [(r.task_id, r.function, r.begin, r.end, r.nowrite) for r in regions] == [
+        ("3.1", "Box.size", 7, 9, False),
+        ("3.2", "Box.kernel", 13, 15, True),
+        ("3.1", "top", 19, 22, False),
+    ]
+    lines = text.splitlines(keepends=True)
+    assert regions[2].body(lines) == ["    x = 2\n", "    return x\n"]
+
+
+def test_stub_text_replaces_each_region_by_one_line() -> None:
+    stubbed = stub_text(sample(), "module3/box.py")
+    assert stubbed.splitlines()[6:8] == [
+        "        raise NotImplementedError('Task 3.1: implement Box.size in module3/box.py "
+        "(see module3/README.md)')",
+        "",
+    ]
+    assert (
+        "        pass  # Task 3.2: implement Box.kernel in module3/box.py "
+        "(see module3/README.md)\n" in stubbed
+    )
+    assert "    raise NotImplementedError('Task 3.1: implement top in module3/box.py" in stubbed
+    assert WORD not in stubbed
+    assert "return 1" not in stubbed and "out[0] = 1.0" not in stubbed
+
+
+def test_stub_text_keeps_every_byte_outside_the_regions() -> None:
+    text = sample()
+    regions = find_regions(text, "module3/box.py")
+    lines = text.splitlines(keepends=True)
+    outside = [
+        line for number, line in enumerate(lines, start=1)
+        if not any(r.begin <= number <= r.end for r in regions)
+    ]  # fmt: skip
+    stubbed = stub_text(text, "module3/box.py").splitlines(keepends=True)
+    stub_lines = {stub_line(r).rstrip("\n") for r in regions}
+    assert [line for line in stubbed if line.rstrip("\n") not in stub_lines] == outside
+    assert len(stubbed) == len(outside) + len(regions)
+
+
+def test_stub_text_keeps_crlf_line_endings() -> None:
+    text = sample("\r\n")
+    stubbed = stub_text(text, "module3/box.py")
+    assert "\n" not in stubbed.replace("\r\n", "")
+    assert stubbed == stub_text(sample(), "module3/box.py").replace("\n", "\r\n")
+    regions = find_regions(text, "module3/box.py")
+    assert [r.function for r in regions] == ["Box.size", "Box.kernel", "top"]
+
+
+def test_stub_text_can_stub_only_some_tasks() -> None:
+    stubbed = stub_text(sample(), "module3/box.py", task_ids={"3.2"})
+    assert "return 1" in stubbed and "return x" in stubbed
+    assert "out[0] = 1.0" not in stubbed
+    assert stub_text(sample(), "module3/box.py", task_ids=set()) == sample()
+
+
+def test_text_without_regions_is_unchanged() -> None:
+    text = "def f() -> int:\n    return 1\n"
+    assert find_regions(text, "x.py") == []
+    assert stub_text(text, "x.py") == text
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (f"{BEGIN} 1.1\n{BEGIN} 1.2\n{END}\n", r"x\.py:2: region opened inside"),
+        (f"{END}\n", r"x\.py:1: END marker without a BEGIN"),
+        (f"def f():\n    {BEGIN} 1.1\n    pass\n", r"x\.py:2: region of task 1\.1 is never closed"),
+        (f"#  BEGIN {WORD} 1.1\n{END}\n", r"x\.py:1: malformed solution marker"),
+    ],
+    ids=["nested", "stray-end", "unclosed", "misspelt"],
+)
+def test_find_regions_rejects_malformed_markers(text: str, message: str) -> None:
+    with pytest.raises(RegionError, match=message):
+        find_regions(text, "x.py")
