@@ -17,34 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from autograder.regions import find_regions
 from autograder.registry import TASKS, Task, get_task
+from autograder.release import check_regions
 
 ROOT = Path(__file__).resolve().parents[1]
-WORD = "SOLUTION"  # spelled once, so this file holds no region marker itself
-BEGIN = re.compile(rf"^\s*# BEGIN {WORD} (\S+)\s*$")
-END = re.compile(rf"^\s*# END {WORD}\s*$")
-
-
-def regions(path: Path) -> list[tuple[str, int, int]]:
-    """(task id, begin line, end line) of every region in a file; asserts nesting."""
-    found: list[tuple[str, int, int]] = []
-    open_id: tuple[str, int] | None = None
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if m := BEGIN.match(line):
-            assert open_id is None, f"{path}:{number}: region opened inside another"
-            open_id = (m.group(1), number)
-        elif END.match(line):
-            assert open_id is not None, f"{path}:{number}: END without BEGIN"
-            found.append((open_id[0], open_id[1], number))
-            open_id = None
-        else:
-            assert WORD not in line, f"{path}:{number}: malformed region marker {line!r}"
-    assert open_id is None, f"{path}: region {open_id[0]} never closed"
-    return found
-
-
-def code_files() -> list[Path]:
-    return sorted(p for d in ("module0", "project") for p in (ROOT / d).rglob("*.py"))
 
 
 def test_ids_and_markers_are_unique_and_well_formed() -> None:
@@ -60,16 +37,8 @@ def test_ids_and_markers_are_unique_and_well_formed() -> None:
 
 
 def test_every_region_names_a_task_that_declares_its_file() -> None:
-    seen: set[tuple[str, str]] = set()
-    for path in code_files():
-        rel = path.relative_to(ROOT).as_posix()
-        for task_id, begin, _ in regions(path):
-            task = get_task(task_id)
-            assert rel in task.files, f"{rel}:{begin}: task {task_id} does not list this file"
-            seen.add((task_id, rel))
-    for task in TASKS:
-        for rel in task.files:
-            assert (task.id, rel) in seen, f"task {task.id} lists {rel} but has no region there"
+    """The release's own check: regions and registry agree (ReleaseError otherwise)."""
+    check_regions(ROOT, TASKS)
 
 
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
@@ -80,7 +49,8 @@ def test_every_listed_function_holds_a_region_of_its_task(task: Task) -> None:
         for part in attr_path.split("."):
             obj = getattr(obj, part)
         source = inspect.getsource(obj)  # type: ignore[arg-type]
-        assert f"# BEGIN {WORD} {task.id}" in source, f"{qualified} has no region of {task.id}"
+        ids = {region.task_id for region in find_regions(source, qualified)}
+        assert task.id in ids, f"{qualified} has no region of {task.id}"
         file = inspect.getsourcefile(obj)  # type: ignore[arg-type]
         assert file is not None
         assert Path(file).resolve().relative_to(ROOT).as_posix() in task.files
