@@ -6,7 +6,7 @@ at the marker's indentation:
 
 * ``raise NotImplementedError("Task 0.4: ...")`` naming the task, the function and the
   file, so an unfinished task fails loudly;
-* ``pass  # Task 3.1: ...`` for a region marked ``# BEGIN SOLUTION 3.1 nowrite``, for
+* ``pass  # Task 3.1: ...`` for a region whose BEGIN marker ends in ``nowrite``, for
   places where raising is impossible (inside a CUDA kernel): the stub writes nothing.
 
 Every byte outside the regions is kept as it is.
