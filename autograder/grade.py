@@ -32,6 +32,7 @@ import tempfile
 import time
 import traceback
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -242,7 +243,7 @@ def grade(
     stage: int | None = None,
     reference_prerequisites: bool = False,
     limits: Limits | None = None,
-    log: object = None,
+    log: Callable[[str], object] | None = None,
 ) -> GradeReport:
     """Grade ``submission`` against the grader's tree ``root``."""
     limits = limits or Limits()
@@ -267,7 +268,7 @@ def grade(
     scores: list[TaskScore] = []
     notes: list[str] = []
     for task in tasks:
-        if callable(log):
+        if log is not None:
             log(f"grading task {task.id} ({len(manifest.tests[task.id])} tests)")
         # A fresh workspace for every task: whatever one run writes cannot reach the next.
         with tempfile.TemporaryDirectory(prefix="minitorch-grade-") as tmp:
@@ -399,7 +400,7 @@ def grade_to(
     stage: int | None = None,
     reference_prerequisites: bool = False,
     limits: Limits | None = None,
-    log: object = None,
+    log: Callable[[str], object] | None = None,
 ) -> GradeReport:
     """Grade and write the results; on any grader error write zero results instead."""
     start = time.monotonic()
