@@ -143,6 +143,30 @@ TASKS: tuple[Task, ...] = (
             "module0.scalar_nn:ScalarLinear.forward",
         ),
     ),
+    Task(
+        id="1.1",
+        title="TensorData: strides, indexing, views",
+        points=10,
+        files=("module1/tensor_data.py",),
+        functions=(
+            "module1.tensor_data:strides_from_shape",
+            "module1.tensor_data:index_to_position",
+            "module1.tensor_data:to_index",
+            "module1.tensor_data:TensorData.is_contiguous",
+            "module1.tensor_data:TensorData.indices",
+            "module1.tensor_data:TensorData.permute",
+        ),
+    ),
+    Task(
+        id="1.2",
+        title="Broadcasting",
+        points=10,
+        files=("module1/tensor_data.py",),
+        functions=(
+            "module1.tensor_data:shape_broadcast",
+            "module1.tensor_data:broadcast_index",
+        ),
+    ),
 )
 
 

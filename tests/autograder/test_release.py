@@ -143,17 +143,25 @@ def test_verification_caches_are_ignored_by_the_handouts_gitignore(
         assert f"{cache}/" in ignored, cache
 
 
-def test_through_0_is_the_whole_release_today(
+def test_through_0_releases_stage_0_only(
     handout: tuple[ReleaseReport, list[str]], tmp_path: Path
 ) -> None:
     report, _ = handout
     partial = write_handout(ROOT, tmp_path / "through0", through=0)
-    assert [t.id for t in partial.tasks] == [t.id for t in report.tasks]
-    assert files_under(tmp_path / "through0") == files_under(report.out_dir)
-    for rel in files_under(report.out_dir):
+    assert [t.id for t in partial.tasks] == [t.id for t in report.tasks if t.stage == 0]
+    later = {rel for rel in files_under(report.out_dir) if _later(rel)}
+    assert files_under(tmp_path / "through0") == files_under(report.out_dir) - later
+    for rel in files_under(tmp_path / "through0"):
         assert (tmp_path / "through0" / rel).read_bytes() == (report.out_dir / rel).read_bytes(), (
             rel
         )
+
+
+def _later(rel: object) -> bool:
+    """Whether a handout path belongs to a stage after 0 (``moduleK/`` or ``tests/moduleK/``)."""
+    parts = Path(str(rel)).parts
+    names = [parts[0]] + ([parts[1]] if len(parts) > 1 and parts[0] == "tests" else [])
+    return any(n.startswith("module") and n[6:].isdigit() and int(n[6:]) > 0 for n in names)
 
 
 def test_release_refuses_an_occupied_folder_and_the_reference(tmp_path: Path) -> None:
@@ -191,9 +199,9 @@ def test_later_stages_are_left_out(tmp_path: Path) -> None:
 
 
 def region_tree(tmp_path: Path, edits: dict[str, str] | None = None) -> Path:
-    """The reference's stage packages (module0/...) with ``edits`` applied."""
+    """The reference's stage packages (module0/, module1/, ...) with ``edits`` applied."""
     for rel in repo_files(ROOT):
-        if rel.parts[0] == "module0":
+        if rel.parts[0].startswith("module"):
             target = tmp_path / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, target)

@@ -1,0 +1,209 @@
+"""Task 1.1 and 1.2: strided storage and broadcasting.
+
+A tensor's numbers live in one flat float64 ``storage`` array. Its ``shape`` says how
+many entries each dimension has; its ``strides`` say how far apart in storage two
+neighbours along each dimension are. The entry at multi-index ``(i0, i1, ...)`` lives at
+``storage[i0 * strides[0] + i1 * strides[1] + ...]``. Changing only shape and strides
+gives a new *view* of the same numbers: a permutation (transpose) copies nothing.
+
+The index functions below use only integer arithmetic on NumPy arrays and plain loops,
+the subset of Python that Numba compiles: stage 2 jits these same functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from module0.errors import MiniTorchError
+
+Storage = npt.NDArray[np.float64]
+Index = npt.NDArray[np.int32]
+OutIndex = npt.NDArray[np.int32]
+Shape = npt.NDArray[np.int32]
+Strides = npt.NDArray[np.int32]
+UserIndex = Sequence[int]
+UserShape = Sequence[int]
+UserStrides = Sequence[int]
+
+
+class ShapeError(MiniTorchError, ValueError):
+    """Shapes that do not fit together; the message names them."""
+
+
+class IndexingError(MiniTorchError, IndexError):
+    """An index outside a tensor's shape, or with the wrong number of dimensions."""
+
+
+# ## Task 1.1: strides and indexing
+
+
+def strides_from_shape(shape: UserShape) -> tuple[int, ...]:
+    """The contiguous (row-major) strides of ``shape``: the last dimension has stride 1,
+    each earlier one the product of the sizes after it. ``(2, 3, 4) -> (12, 4, 1)``."""
+    # BEGIN SOLUTION 1.1
+    strides = [1] * len(shape)
+    for dim in range(len(shape) - 2, -1, -1):
+        strides[dim] = strides[dim + 1] * shape[dim + 1]
+    return tuple(strides)
+    # END SOLUTION
+
+
+def index_to_position(index: Index, strides: Strides) -> int:
+    """The storage position of multi-index ``index``: ``sum(index[d] * strides[d])``."""
+    # BEGIN SOLUTION 1.1
+    position = 0
+    for dim in range(len(index)):
+        position += index[dim] * strides[dim]
+    return position
+    # END SOLUTION
+
+
+def to_index(ordinal: int, shape: Shape, out_index: OutIndex) -> None:
+    """Write into ``out_index`` the multi-index of the ``ordinal``-th entry of a
+    contiguous tensor of ``shape`` (row-major order; the inverse of enumerating
+    ``indices()``). ``ordinal`` must be in ``[0, size)``."""
+    # BEGIN SOLUTION 1.1
+    rest = ordinal
+    for dim in range(len(shape) - 1, -1, -1):
+        out_index[dim] = rest % shape[dim]
+        rest = rest // shape[dim]
+    # END SOLUTION
+
+
+# ## Task 1.2: broadcasting
+
+
+def shape_broadcast(shape1: UserShape, shape2: UserShape) -> tuple[int, ...]:
+    """The shape two tensors broadcast to, by NumPy's rules: align the shapes on the
+    right; along each dimension the sizes must be equal or one of them 1 (a missing
+    dimension counts as 1); the result takes the larger. ShapeError names both shapes
+    otherwise."""
+    # BEGIN SOLUTION 1.2
+    ndim = max(len(shape1), len(shape2))
+    padded1 = (1,) * (ndim - len(shape1)) + tuple(shape1)
+    padded2 = (1,) * (ndim - len(shape2)) + tuple(shape2)
+    result = []
+    for a, b in zip(padded1, padded2, strict=True):
+        if a != b and a != 1 and b != 1:
+            raise ShapeError(
+                f"shapes {tuple(shape1)} and {tuple(shape2)} do not broadcast: "
+                f"sizes {a} and {b} meet in one dimension"
+            )
+        result.append(max(a, b))
+    return tuple(result)
+    # END SOLUTION
+
+
+def broadcast_index(big_index: Index, big_shape: Shape, shape: Shape, out_index: OutIndex) -> None:
+    """Map ``big_index`` (an index into the broadcast shape ``big_shape``) to the index
+    of the entry it reads in a tensor of the smaller ``shape``, written to ``out_index``:
+    dimensions are aligned on the right, and a dimension of size 1 always reads entry 0.
+    """
+    # BEGIN SOLUTION 1.2
+    offset = len(big_shape) - len(shape)
+    for dim in range(len(shape)):
+        out_index[dim] = big_index[dim + offset] if shape[dim] > 1 else 0
+    # END SOLUTION
+
+
+# ## TensorData
+
+
+class TensorData:
+    """A flat float64 storage viewed through a shape and strides."""
+
+    def __init__(
+        self,
+        storage: Sequence[float] | Storage,
+        shape: UserShape,
+        strides: UserStrides | None = None,
+    ) -> None:
+        array = np.ascontiguousarray(storage, dtype=np.float64)
+        self._storage: Storage = array if array.ndim == 1 else array.reshape(-1)
+        shape = tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape):
+            raise ShapeError(f"a shape cannot have a negative size: {shape}")
+        strides = tuple(strides) if strides is not None else strides_from_shape(shape)
+        if len(strides) != len(shape):
+            raise ShapeError(f"strides {strides} do not match shape {shape}")
+        self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        extent = sum((s - 1) * st for s, st in zip(shape, strides, strict=True))
+        needed = 1 + extent if self.size else 0
+        if needed > len(self._storage):
+            raise ShapeError(
+                f"storage of {len(self._storage)} values is too small for shape {shape} "
+                f"with strides {strides}"
+            )
+        self._shape: Shape = np.array(shape, dtype=np.int32)
+        self._strides: Strides = np.array(strides, dtype=np.int32)
+        self.shape: tuple[int, ...] = shape
+        self.strides: tuple[int, ...] = strides
+        self.dims = len(shape)
+
+    def is_contiguous(self) -> bool:
+        """True when the strides are the row-major strides of the shape (dimensions of
+        size 1 may have any stride), so storage order is index order."""
+        # BEGIN SOLUTION 1.1
+        expected = 1
+        for dim in range(self.dims - 1, -1, -1):
+            if self.shape[dim] != 1 and self.strides[dim] != expected:
+                return False
+            expected *= self.shape[dim]
+        return True
+        # END SOLUTION
+
+    def index(self, index: int | UserIndex) -> int:
+        """The storage position of a user index; IndexingError names the index and shape."""
+        idx = (index,) if isinstance(index, int) else tuple(index)
+        if len(idx) != self.dims:
+            raise IndexingError(
+                f"index {idx} has {len(idx)} dimensions, shape {self.shape} has {self.dims}"
+            )
+        for i, s in zip(idx, self.shape, strict=True):
+            if not 0 <= i < s:
+                raise IndexingError(f"index {idx} is out of range for shape {self.shape}")
+        return index_to_position(np.array(idx, dtype=np.int32), self._strides)
+
+    def indices(self) -> Iterator[tuple[int, ...]]:
+        """Every multi-index of the shape, in row-major order."""
+        # BEGIN SOLUTION 1.1
+        out = np.zeros(self.dims, dtype=np.int32)
+        for ordinal in range(self.size):
+            to_index(ordinal, self._shape, out)
+            yield tuple(int(i) for i in out)
+        # END SOLUTION
+
+    def get(self, key: UserIndex) -> float:
+        return float(self._storage[self.index(key)])
+
+    def set(self, key: UserIndex, value: float) -> None:
+        self._storage[self.index(key)] = value
+
+    def permute(self, *order: int) -> TensorData:
+        """A view with the dimensions reordered: dimension ``d`` of the result is
+        dimension ``order[d]`` of this one. Shares the storage (no copy)."""
+        if sorted(order) != list(range(self.dims)):
+            raise ShapeError(
+                f"permute{tuple(order)} is not a permutation of the {self.dims} dimensions "
+                f"of shape {self.shape}"
+            )
+        # BEGIN SOLUTION 1.1
+        return TensorData(
+            self._storage,
+            tuple(self.shape[d] for d in order),
+            tuple(self.strides[d] for d in order),
+        )
+        # END SOLUTION
+
+    def tuple(self) -> tuple[Storage, tuple[int, ...], tuple[int, ...]]:
+        """``(storage, shape, strides)``, what the backend kernels take."""
+        return self._storage, self.shape, self.strides
+
+    def to_string(self) -> str:
+        return f"TensorData(shape={self.shape}, strides={self.strides})"
+
+    def __repr__(self) -> str:
+        return self.to_string()
