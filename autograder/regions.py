@@ -109,6 +109,14 @@ def stub_line(region: Region, newline: str = "\n") -> str:
     return f"{region.indent}raise NotImplementedError({message!r}){newline}"
 
 
+def stub_pattern(task_id: str) -> re.Pattern[str]:
+    """Matches a stub that :func:`stub_line` wrote for ``task_id`` (either kind)."""
+    tid = re.escape(task_id)
+    return re.compile(
+        rf"NotImplementedError\(\s*['\"]Task {tid}: implement |\bpass  # Task {tid}: implement "
+    )
+
+
 def stub_text(text: str, path: str, task_ids: set[str] | None = None) -> str:
     """``text`` with its regions (those of ``task_ids``, or all) replaced by stubs."""
     lines = text.splitlines(keepends=True)

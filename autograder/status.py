@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from autograder.paths import ROOT, available_tasks
+from autograder.regions import stub_pattern
 from autograder.registry import Task, get_task
 from autograder.runner import RunResult, run_pytest
 
@@ -39,10 +39,7 @@ class TaskStatus:
 
 def still_stubbed(task: Task, root: Path = ROOT) -> bool:
     """Whether any of the task's handout stubs is still in its files."""
-    tid = re.escape(task.id)
-    pattern = re.compile(
-        rf"NotImplementedError\(\s*['\"]Task {tid}: implement |\bpass  # Task {tid}: implement "
-    )
+    pattern = stub_pattern(task.id)
     for rel in task.files:
         try:
             if pattern.search((root / rel).read_text(encoding="utf-8")):
