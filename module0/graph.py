@@ -10,9 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch
-
 if TYPE_CHECKING:
     from module0.scalar import Scalar
 
@@ -80,6 +77,10 @@ def draw_graph(output: Scalar, path: str | Path, title: str | None = None) -> Pa
 
     width = max(4.0, 2.2 * len(by_column))
     height = max(3.0, 1.1 * max(len(m) for m in by_column.values()))
+    # Imported here: matplotlib takes about a second to import, and only drawing needs it.
+    from matplotlib.figure import Figure
+    from matplotlib.patches import FancyArrowPatch
+
     fig = Figure(figsize=(width, height))
     ax = fig.add_subplot()
     ax.set_axis_off()

@@ -175,8 +175,9 @@ class Module:
         return self.forward(*args, **kwargs)
 
     def num_parameters(self) -> int:
-        """How many parameters the tree holds."""
-        return len(self.parameters())
+        """How many numbers the tree's parameters hold (a Scalar counts 1, a tensor its
+        number of entries)."""
+        return sum(getattr(p.value, "size", 1) for p in self.parameters())
 
     def __repr__(self) -> str:
         own = ", ".join(self._parameters)

@@ -149,6 +149,27 @@ def relu_back(x: float, d: float) -> float:
     # END SOLUTION
 
 
+# ## Given: two more float functions (used by Scalar and by every tensor backend)
+
+
+def tanh(x: float) -> float:
+    """Hyperbolic tangent, in (-1, 1) for every finite ``x`` (never overflows)."""
+    return math.tanh(x)
+
+
+def power(a: float, n: float) -> float:
+    """``a ** n`` as IEEE floats: nan for a negative base with a fractional exponent,
+    inf on overflow or for ``0 ** negative``; never raises, never returns a complex."""
+    if a < 0.0 and not float(n).is_integer():
+        return math.nan
+    if a == 0.0 and n < 0.0:
+        return math.inf
+    try:
+        return math.pow(a, n)
+    except OverflowError:
+        return math.inf if a > 0.0 or n % 2.0 == 0.0 else -math.inf
+
+
 # ## Task 0.2: higher-order functions
 
 

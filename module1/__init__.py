@@ -1,11 +1,21 @@
-"""Stage 1: tensors (in progress: strided storage and broadcasting so far).
+"""Stage 1: tensors — strided storage, broadcasting, a backend protocol, tensor autodiff.
 
 ``import module1 as mt`` gives the framework as of this stage: everything of stage 0
-plus the names below.
+plus the names below (``mt.tensor``, ``mt.Tensor``, ``mt.MLP``, ...).
 """
 
 from module0 import *  # noqa: F403
 from module0 import __all__ as _stage0
+from module1.tensor import (
+    Tensor,
+    from_numpy,
+    manual_seed,
+    matmul,
+    ones,
+    rand,
+    tensor,
+    zeros,
+)
 from module1.tensor_data import (
     IndexingError,
     ShapeError,
@@ -16,15 +26,36 @@ from module1.tensor_data import (
     strides_from_shape,
     to_index,
 )
+from module1.tensor_functions import Function, grad_check, unbroadcast
+from module1.tensor_nn import MLP, Linear, binary_cross_entropy_with_logits
+from module1.tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 
 __all__ = [
     *_stage0,
+    "MLP",
+    "Function",
     "IndexingError",
+    "Linear",
     "ShapeError",
+    "SimpleBackend",
+    "SimpleOps",
+    "Tensor",
+    "TensorBackend",
     "TensorData",
+    "TensorOps",
+    "binary_cross_entropy_with_logits",
     "broadcast_index",
+    "from_numpy",
+    "grad_check",
     "index_to_position",
+    "manual_seed",
+    "matmul",
+    "ones",
+    "rand",
     "shape_broadcast",
     "strides_from_shape",
+    "tensor",
     "to_index",
+    "unbroadcast",
+    "zeros",
 ]

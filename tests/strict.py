@@ -91,3 +91,33 @@ def exact_tuple(value: Any, item: Check | None = None, what: str = "value") -> t
         for i, element in enumerate(value):
             item(element, what=f"{what}[{i}]")
     return value
+
+
+def exact_tensor(value: Any, what: str = "tensor") -> Any:
+    """The values of ``value`` as a fresh NumPy array, if ``value`` is exactly a stage-1
+    ``Tensor`` over exactly a ``TensorData`` whose storage is exactly a float64
+    ``numpy.ndarray`` and whose shape and strides are tuples of exact ints.
+
+    The array is read with NumPy alone (``as_strided`` over the storage, then copied),
+    so no method of the object under test runs; compare it with ``numpy.testing``.
+    """
+    import numpy as np
+
+    from module1.tensor import Tensor
+    from module1.tensor_data import TensorData
+
+    _exact(value, Tensor, what)
+    data = _exact(value._tensor, TensorData, f"{what}._tensor")
+    storage = data._storage
+    if type(storage) is not np.ndarray or storage.dtype != np.float64 or storage.ndim != 1:
+        raise AssertionError(f"{what}: storage is not a 1-D float64 numpy.ndarray")
+    shape = exact_tuple(data.shape, exact_int, f"{what}.shape")
+    strides = exact_tuple(data.strides, exact_int, f"{what}.strides")
+    if len(shape) != len(strides) or any(s < 0 for s in shape + strides):
+        raise AssertionError(f"{what}: shape {shape} and strides {strides} do not fit")
+    if all(s > 0 for s in shape):
+        last = sum((s - 1) * st for s, st in zip(shape, strides, strict=True))
+        if last >= storage.size:
+            raise AssertionError(f"{what}: shape {shape}, strides {strides} leave the storage")
+    view = np.lib.stride_tricks.as_strided(storage, shape, tuple(s * 8 for s in strides))
+    return np.array(view, dtype=np.float64, copy=True)

@@ -80,3 +80,19 @@ def test_every_task_has_at_least_three_tests() -> None:
     counts = json.loads(line.removeprefix("COUNTS="))
     for task in TASKS:
         assert counts.get(task.marker, 0) >= 3, f"task {task.id} has {counts.get(task.marker)}"
+
+
+TABLE_ROW = re.compile(r"^\| (\d+\.\d+) \| (.+?) \| (\d+) \| (.+?) \|$", re.M)
+
+
+@pytest.mark.parametrize("stage", sorted({t.stage for t in TASKS}))
+def test_stage_readme_task_table_matches_the_registry(stage: int) -> None:
+    """Each stage README's task table (id, title, points, files) is the registry's."""
+    text = (ROOT / f"module{stage}" / "README.md").read_text(encoding="utf-8")
+    rows = {m[1]: (m[2], int(m[3]), m[4]) for m in TABLE_ROW.finditer(text)}
+    tasks = [t for t in TASKS if t.stage == stage]
+    assert sorted(rows) == [t.id for t in tasks], f"module{stage}/README.md task table"
+    for task in tasks:
+        title, points, files = rows[task.id]
+        assert (title, points) == (task.title, task.points), f"task {task.id} row"
+        assert re.findall(r"`([^`]+)`", files) == list(task.files), f"task {task.id} files"

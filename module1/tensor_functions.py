@@ -1,0 +1,516 @@
+"""Tasks 1.3 and 1.4: the differentiable tensor operations.
+
+Each operation is a :class:`Function` with a ``forward`` (task 1.3) that computes its
+result with the backend's kernels, and a ``backward`` (task 1.4) that turns the
+gradient of the result into one gradient per tensor input. ``Function.apply`` runs
+forward and records a :class:`~module0.autodiff.Context`, the same record stage 0's
+Scalars use, so stage 0's ``backpropagate`` differentiates tensors unchanged.
+
+Gradients may come back in the *broadcast* shape of the operation's result; the engine
+sums them back to each input's shape with :func:`unbroadcast` (called from
+``Tensor.chain_rule``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from module0.autodiff import Context, Variable, grad_mode, no_grad
+from module0.errors import ForwardTypeError
+from module1.tensor_data import ShapeError, TensorData
+from module1.tensor_ops import matmul_shape
+
+if TYPE_CHECKING:
+    from module1.tensor import Tensor
+
+
+class Function:
+    """A differentiable tensor operation.
+
+    Subclasses define ``forward(ctx, *args) -> Tensor`` and ``backward(ctx, d_output)``,
+    which returns one gradient per *tensor* argument (a lone Tensor for one). Arguments
+    that are not tensors (a dimension, a shape, an exponent) are passed to ``forward``
+    as they are and get no gradient.
+    """
+
+    forward: ClassVar[Callable[..., Tensor]]
+    backward: ClassVar[Callable[..., Any]]
+
+    @classmethod
+    def apply(cls, *vals: Any) -> Tensor:
+        """Run ``forward`` on the tensor arguments detached (same storage, no history)
+        and, when one of them requires a gradient (and grad mode is on), attach the
+        operation's Context to the result."""
+        inputs = tuple(v for v in vals if isinstance(v, Variable))
+        need_grad = grad_mode.enabled and any(t.requires_grad for t in inputs)
+        args = [v.detach() if isinstance(v, Variable) else v for v in vals]  # type: ignore[attr-defined]
+        ctx = Context(cls, inputs if need_grad else ())
+        out = cls.forward(ctx, *args)
+        if not (isinstance(out, Variable) and hasattr(out, "_tensor")):
+            raise ForwardTypeError(
+                f"{cls.__name__}.forward must return a Tensor, but returned "
+                f"{type(out).__name__} {out!r}"
+            )
+        return out._attach(ctx) if need_grad else out
+
+
+# ## Unary operations
+
+
+class Neg(Function):
+    """``-a``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        return a.backend.neg_map(a)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        return d.backend.neg_map(d)
+        # END SOLUTION
+
+
+class Inv(Function):
+    """``1 / a``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        ctx.save_for_backward(a)
+        return a.backend.inv_map(a)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        (a,) = ctx.saved_values
+        return d.backend.inv_back_zip(a, d)
+        # END SOLUTION
+
+
+class Sigmoid(Function):
+    """``sigmoid(a)``, entry by entry."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        s = a.backend.sigmoid_map(a)
+        ctx.save_for_backward(s)
+        return s
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        (s,) = ctx.saved_values
+        f = d.backend
+        ds = f.mul_zip(d, s)  # d * s * (1 - s) = d*s - d*s*s
+        return f.add_zip(ds, f.neg_map(f.mul_zip(ds, s)))
+        # END SOLUTION
+
+
+class ReLU(Function):
+    """``max(a, 0)``, entry by entry."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        ctx.save_for_backward(a)
+        return a.backend.relu_map(a)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        (a,) = ctx.saved_values
+        return d.backend.relu_back_zip(a, d)
+        # END SOLUTION
+
+
+class Tanh(Function):
+    """``tanh(a)``, entry by entry."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        t = a.backend.tanh_map(a)
+        ctx.save_for_backward(t)
+        return t
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        (t,) = ctx.saved_values
+        f = d.backend
+        return f.add_zip(d, f.neg_map(f.mul_zip(d, f.mul_zip(t, t))))  # d * (1 - t^2)
+        # END SOLUTION
+
+
+class Log(Function):
+    """Natural log, entry by entry."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        ctx.save_for_backward(a)
+        return a.backend.log_map(a)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        (a,) = ctx.saved_values
+        return d.backend.log_back_zip(a, d)
+        # END SOLUTION
+
+
+class Exp(Function):
+    """``e ** a``, entry by entry."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        e = a.backend.exp_map(a)
+        ctx.save_for_backward(e)
+        return e
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        (e,) = ctx.saved_values
+        return d.backend.mul_zip(d, e)
+        # END SOLUTION
+
+
+class Pow(Function):
+    """``a ** n`` for a constant float exponent ``n`` (no gradient flows to ``n``)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, n: float) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        ctx.save_for_backward(a, n)
+        return a.backend.pow_zip(a, a.full((), n))
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        a, n = ctx.saved_values
+        f = d.backend
+        slope = f.pow_zip(a, a.full((), n - 1.0))
+        return f.mul_zip(d, f.mul_zip(slope, a.full((), n)))
+        # END SOLUTION
+
+
+# ## Binary operations (inputs broadcast)
+
+
+class Add(Function):
+    """``a + b``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        return a.backend.add_zip(a, b)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        # BEGIN SOLUTION 1.4
+        return d, d
+        # END SOLUTION
+
+
+class Mul(Function):
+    """``a * b``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        ctx.save_for_backward(a, b)
+        return a.backend.mul_zip(a, b)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        # BEGIN SOLUTION 1.4
+        a, b = ctx.saved_values
+        return d.backend.mul_zip(d, b), d.backend.mul_zip(d, a)
+        # END SOLUTION
+
+
+class LT(Function):
+    """``a < b`` as 1.0 / 0.0 (its gradient is zero almost everywhere)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        return a.backend.lt_zip(a, b)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        # BEGIN SOLUTION 1.4
+        zero = d.zeros(d.shape)
+        return zero, zero
+        # END SOLUTION
+
+
+class EQ(Function):
+    """``a == b`` as 1.0 / 0.0 (its gradient is zero almost everywhere)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        return a.backend.eq_zip(a, b)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        # BEGIN SOLUTION 1.4
+        zero = d.zeros(d.shape)
+        return zero, zero
+        # END SOLUTION
+
+
+class IsClose(Function):
+    """1.0 where ``a`` and ``b`` are close (``operators.is_close``), else 0.0."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        return a.backend.is_close_zip(a, b)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        # BEGIN SOLUTION 1.4
+        zero = d.zeros(d.shape)
+        return zero, zero
+        # END SOLUTION
+
+
+# ## Reductions (``dim=None`` reduces over every entry to a 0-d tensor)
+
+
+def _flat(a: Tensor) -> Tensor:
+    """``a``'s entries as a contiguous 1-D tensor (no graph; copies only if needed)."""
+    c = a if a._tensor.is_contiguous() else a.backend.id_map(a)
+    return c._reshaped((a.size,))
+
+
+class Sum(Function):
+    """Sum over dimension ``dim`` (kept, with size 1), or over everything (0-d result)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, dim: int | None) -> Tensor:
+        ctx.save_for_backward(a.shape)
+        # BEGIN SOLUTION 1.3
+        if dim is None:
+            return a.backend.add_reduce(_flat(a), 0)._reshaped(())
+        return a.backend.add_reduce(a, dim)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (shape,) = ctx.saved_values
+        # BEGIN SOLUTION 1.4
+        # Every entry of the input contributed once: spread d back over the summed dim.
+        return d.backend.id_map(d, d.zeros(shape))
+        # END SOLUTION
+
+
+class Max(Function):
+    """Maximum over dimension ``dim`` (kept, with size 1), or over everything (0-d)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, dim: int | None) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        f = a.backend
+        m = f.max_reduce(_flat(a), 0)._reshaped(()) if dim is None else f.max_reduce(a, dim)
+        ctx.save_for_backward(a, m, dim)
+        return m
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        # The gradient goes to the entries equal to the maximum, shared evenly on ties.
+        a, m, dim = ctx.saved_values
+        f = d.backend
+        mask = f.eq_zip(a, m)
+        count = f.add_reduce(_flat(mask), 0) if dim is None else f.add_reduce(mask, dim)
+        return f.mul_zip(mask, f.mul_zip(d, f.inv_map(count)))
+        # END SOLUTION
+
+
+# ## Layout: views, copies, matrix product
+
+
+class Permute(Function):
+    """A view with the dimensions reordered (``order[d]`` becomes dimension ``d``)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, order: tuple[int, ...]) -> Tensor:
+        ctx.save_for_backward(order)
+        # BEGIN SOLUTION 1.3
+        return a._new(a._tensor.permute(*order))
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (order,) = ctx.saved_values
+        # BEGIN SOLUTION 1.4
+        inverse = [0] * len(order)
+        for position, dim in enumerate(order):
+            inverse[dim] = position
+        return d._new(d._tensor.permute(*inverse))
+        # END SOLUTION
+
+
+class View(Function):
+    """The same storage under a new shape with as many entries; the input must be
+    contiguous (call ``contiguous()`` first otherwise)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, shape: tuple[int, ...]) -> Tensor:
+        if not a._tensor.is_contiguous():
+            raise ShapeError(
+                f"view{shape} of a non-contiguous tensor (shape {a.shape}, strides "
+                f"{a._tensor.strides}); call .contiguous() first"
+            )
+        ctx.save_for_backward(a.shape)
+        # BEGIN SOLUTION 1.3
+        return a._reshaped(shape)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (shape,) = ctx.saved_values
+        # BEGIN SOLUTION 1.4
+        return _flat(d)._reshaped(shape)
+        # END SOLUTION
+
+
+class Copy(Function):
+    """A contiguous copy (what ``contiguous()`` uses when a tensor is not)."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.3
+        return a.backend.id_map(a)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 1.4
+        return d
+        # END SOLUTION
+
+
+def _swap_last(t: Tensor) -> Tensor:
+    """A view of ``t`` with its last two dimensions swapped (no graph)."""
+    order = list(range(t.dims))
+    order[-2], order[-1] = order[-1], order[-2]
+    return t._new(t._tensor.permute(*order))
+
+
+class MatMul(Function):
+    """Batched matrix product ``a @ b`` of tensors with at least two dimensions."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+        matmul_shape(a.shape, b.shape)  # ShapeError naming both shapes
+        # BEGIN SOLUTION 1.3
+        ctx.save_for_backward(a, b)
+        return a.backend.matrix_multiply(a, b)
+        # END SOLUTION
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        # BEGIN SOLUTION 1.4
+        a, b = ctx.saved_values
+        f = d.backend
+        return f.matrix_multiply(d, _swap_last(b)), f.matrix_multiply(_swap_last(a), d)
+        # END SOLUTION
+
+
+# ## Task 1.4: gradients back through broadcasting
+
+
+def unbroadcast(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum ``grad`` (a gradient in a broadcast shape) back to ``shape``, the shape of the
+    input that was broadcast: an input entry read by many outputs gets the sum of their
+    gradients. Leading dimensions ``shape`` lacks are summed away, and so are the
+    dimensions where ``shape`` has size 1 and ``grad`` does not."""
+    if grad.shape == shape:
+        return grad
+    # BEGIN SOLUTION 1.4
+    extra = grad.dims - len(shape)
+    for dim in range(grad.dims):
+        if grad.shape[dim] != 1 and (dim < extra or shape[dim - extra] == 1):
+            grad = grad.backend.add_reduce(grad, dim)
+    return _flat(grad)._reshaped(shape)
+    # END SOLUTION
+
+
+# ## Checking gradients numerically
+
+
+def grad_check(
+    f: Callable[..., Tensor],
+    *vals: Tensor,
+    checks: int = 3,
+    epsilon: float = 1e-6,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    seed: int = 0,
+) -> None:
+    """Compare the backward of ``f(*vals).sum()`` with central differences at ``checks``
+    random entries of every input that requires a gradient.
+
+    Raises AssertionError naming the input, the entry and both numbers when they
+    differ. Each input's ``grad`` is reset first.
+    """
+    rng = random.Random(seed)
+    for v in vals:
+        v.grad = None
+    out = f(*vals).sum()
+    out.backward()
+    for arg, x in enumerate(vals):
+        if not x.requires_grad:
+            continue
+        if x.grad is None:
+            raise AssertionError(f"input {arg} (shape {x.shape}) got no gradient")
+        for _ in range(checks):
+            index = tuple(rng.randrange(s) for s in x.shape)
+            numeric = _central(f, vals, arg, index, epsilon)
+            analytic = x.grad[index]
+            if abs(analytic - numeric) > atol + rtol * abs(numeric):
+                raise AssertionError(
+                    f"gradient of input {arg} (shape {x.shape}) at {index}: backward gave "
+                    f"{analytic!r}, central difference {numeric!r}"
+                )
+
+
+def _central(
+    f: Callable[..., Tensor], vals: tuple[Tensor, ...], arg: int, index: tuple[int, ...], eps: float
+) -> float:
+    """Central difference of ``f(*vals).sum()`` in entry ``index`` of input ``arg``."""
+    results = []
+    for sign in (1.0, -1.0):
+        moved = list(vals)
+        x = vals[arg]
+        data = TensorData(x.to_numpy().reshape(-1).copy(), x.shape)
+        data.set(index, data.get(index) + sign * eps)
+        moved[arg] = x._new(data)
+        with no_grad():
+            results.append(f(*moved).sum().item())
+    return (results[0] - results[1]) / (2.0 * eps)

@@ -1,0 +1,370 @@
+"""Task 1.3: the tensor backend — map, zip, reduce and matrix multiply over strided storage.
+
+A *backend* does the numeric work of tensors. :class:`TensorOps` is its protocol: four
+higher-order operations, each turning a float function into a whole-tensor operation.
+:class:`TensorBackend` builds, from one TensorOps, every specialised operation the tensor
+functions use (``add_zip``, ``exp_map``, ``sum_reduce``, ...). Stage 1's
+:class:`SimpleOps` runs plain Python loops; stage 2 compiles the same loops with Numba
+and stage 3 runs them as CUDA kernels, behind the same protocol.
+
+The low-level kernels (:func:`tensor_map`, :func:`tensor_zip`, :func:`tensor_reduce`,
+:func:`tensor_matrix_multiply`) work on ``(storage, shape, strides)`` triples, so they
+read and write any layout: contiguous, permuted or broadcast. They use only loops,
+integer arithmetic and the index functions of ``tensor_data``, the Python that Numba
+compiles.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from module0 import operators
+from module1.tensor_data import (
+    Shape,
+    ShapeError,
+    Storage,
+    Strides,
+    broadcast_index,
+    index_to_position,
+    shape_broadcast,
+    to_index,
+)
+
+if TYPE_CHECKING:
+    from module1.tensor import Tensor
+
+UnaryFn = Callable[[float], float]
+BinaryFn = Callable[[float, float], float]
+
+
+# ## A float function the backend lifts (beyond module0.operators)
+
+
+def is_close_float(a: float, b: float) -> float:
+    """1.0 where ``a`` and ``b`` are close (see ``operators.is_close``), else 0.0."""
+    return 1.0 if operators.is_close(a, b) else 0.0
+
+
+# ## The protocol
+
+
+class MapProto(Protocol):
+    def __call__(self, a: Tensor, out: Tensor | None = None, /) -> Tensor: ...
+
+
+class TensorOps:
+    """The operations a backend provides. Each is a classmethod/staticmethod so a backend
+    is a class, not an instance."""
+
+    cuda: bool = False
+    """True when the backend's kernels run on a GPU."""
+
+    @staticmethod
+    def map(fn: UnaryFn) -> MapProto:
+        """``fn`` applied to every entry. ``map(fn)(a, out)`` writes into ``out``
+        (which ``a`` must broadcast to); ``map(fn)(a)`` returns a new tensor."""
+        raise NotImplementedError
+
+    @staticmethod
+    def zip(fn: BinaryFn) -> Callable[[Tensor, Tensor], Tensor]:
+        """``fn`` applied entry by entry to two tensors broadcast together."""
+        raise NotImplementedError
+
+    @staticmethod
+    def reduce(fn: BinaryFn, start: float = 0.0) -> Callable[[Tensor, int], Tensor]:
+        """``reduce(fn, start)(a, dim)`` folds ``fn`` along ``dim`` starting from
+        ``start``; the result has size 1 in ``dim``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def matrix_multiply(a: Tensor, b: Tensor) -> Tensor:
+        """Batched matrix product over the last two dimensions, batch dimensions
+        broadcast: ``(..., n, m) @ (..., m, p) -> (..., n, p)``."""
+        raise NotImplementedError
+
+
+class TensorBackend:
+    """Every specialised operation the tensor functions need, built from one TensorOps.
+
+    ``SimpleBackend = TensorBackend(SimpleOps)``; a later stage makes its own backend
+    from its own ops class and every Tensor operation runs on it unchanged.
+    """
+
+    def __init__(self, ops: type[TensorOps]) -> None:
+        self.ops = ops
+        self.cuda = ops.cuda
+        self.name = ops.__name__
+
+        # Unary.
+        self.neg_map = ops.map(operators.neg)
+        self.sigmoid_map = ops.map(operators.sigmoid)
+        self.relu_map = ops.map(operators.relu)
+        self.tanh_map = ops.map(operators.tanh)
+        self.log_map = ops.map(operators.log)
+        self.exp_map = ops.map(operators.exp)
+        self.id_map = ops.map(operators.id)
+        self.inv_map = ops.map(operators.inv)
+
+        # Binary.
+        self.add_zip = ops.zip(operators.add)
+        self.mul_zip = ops.zip(operators.mul)
+        self.lt_zip = ops.zip(operators.lt)
+        self.eq_zip = ops.zip(operators.eq)
+        self.is_close_zip = ops.zip(is_close_float)
+        self.pow_zip = ops.zip(operators.power)
+        self.relu_back_zip = ops.zip(operators.relu_back)
+        self.log_back_zip = ops.zip(operators.log_back)
+        self.inv_back_zip = ops.zip(operators.inv_back)
+
+        # Reductions.
+        self.add_reduce = ops.reduce(operators.add, 0.0)
+        self.mul_reduce = ops.reduce(operators.mul, 1.0)
+        self.max_reduce = ops.reduce(operators.max, -math.inf)
+
+        self.matrix_multiply = ops.matrix_multiply
+
+    def __repr__(self) -> str:
+        return f"TensorBackend({self.name})"
+
+
+# ## Task 1.3: the kernels
+
+
+def tensor_map(
+    fn: UnaryFn,
+) -> Callable[[Storage, Shape, Strides, Storage, Shape, Strides], None]:
+    """The kernel of ``map``: for every index of ``out_shape``, write ``fn`` of the entry
+    of the input it reads (the input broadcast to ``out_shape``).
+
+    Arguments of the returned function: ``out, out_shape, out_strides, in_storage,
+    in_shape, in_strides``. Both layouts may be anything: contiguous, permuted, or
+    (for the input) smaller than the output and broadcast.
+    """
+
+    def _map(
+        out: Storage,
+        out_shape: Shape,
+        out_strides: Strides,
+        in_storage: Storage,
+        in_shape: Shape,
+        in_strides: Strides,
+    ) -> None:
+        # BEGIN SOLUTION 1.3
+        out_index = np.zeros(len(out_shape), dtype=np.int32)
+        in_index = np.zeros(len(in_shape), dtype=np.int32)
+        size = 1
+        for dim in range(len(out_shape)):
+            size *= out_shape[dim]
+        for ordinal in range(size):
+            to_index(ordinal, out_shape, out_index)
+            broadcast_index(out_index, out_shape, in_shape, in_index)
+            value = in_storage[index_to_position(in_index, in_strides)]
+            out[index_to_position(out_index, out_strides)] = fn(value)
+        # END SOLUTION
+
+    return _map
+
+
+def tensor_zip(
+    fn: BinaryFn,
+) -> Callable[[Storage, Shape, Strides, Storage, Shape, Strides, Storage, Shape, Strides], None]:
+    """The kernel of ``zip``: for every index of ``out_shape``, write ``fn(a, b)`` of
+    the entries of ``a`` and ``b`` it reads (both broadcast to ``out_shape``).
+
+    Arguments of the returned function: ``out, out_shape, out_strides, a_storage,
+    a_shape, a_strides, b_storage, b_shape, b_strides``.
+    """
+
+    def _zip(
+        out: Storage,
+        out_shape: Shape,
+        out_strides: Strides,
+        a_storage: Storage,
+        a_shape: Shape,
+        a_strides: Strides,
+        b_storage: Storage,
+        b_shape: Shape,
+        b_strides: Strides,
+    ) -> None:
+        # BEGIN SOLUTION 1.3
+        out_index = np.zeros(len(out_shape), dtype=np.int32)
+        a_index = np.zeros(len(a_shape), dtype=np.int32)
+        b_index = np.zeros(len(b_shape), dtype=np.int32)
+        size = 1
+        for dim in range(len(out_shape)):
+            size *= out_shape[dim]
+        for ordinal in range(size):
+            to_index(ordinal, out_shape, out_index)
+            broadcast_index(out_index, out_shape, a_shape, a_index)
+            broadcast_index(out_index, out_shape, b_shape, b_index)
+            a = a_storage[index_to_position(a_index, a_strides)]
+            b = b_storage[index_to_position(b_index, b_strides)]
+            out[index_to_position(out_index, out_strides)] = fn(a, b)
+        # END SOLUTION
+
+    return _zip
+
+
+def tensor_reduce(
+    fn: BinaryFn,
+) -> Callable[[Storage, Shape, Strides, Storage, Shape, Strides, int], None]:
+    """The kernel of ``reduce``: ``out`` has the input's shape with size 1 in
+    ``reduce_dim`` and already holds the start value; fold every entry of the input
+    along ``reduce_dim`` into it, in index order: ``out = fn(out, a[..., k, ...])``.
+
+    Arguments of the returned function: ``out, out_shape, out_strides, a_storage,
+    a_shape, a_strides, reduce_dim``.
+    """
+
+    def _reduce(
+        out: Storage,
+        out_shape: Shape,
+        out_strides: Strides,
+        a_storage: Storage,
+        a_shape: Shape,
+        a_strides: Strides,
+        reduce_dim: int,
+    ) -> None:
+        # BEGIN SOLUTION 1.3
+        index = np.zeros(len(out_shape), dtype=np.int32)
+        size = 1
+        for dim in range(len(out_shape)):
+            size *= out_shape[dim]
+        step = a_strides[reduce_dim]
+        for ordinal in range(size):
+            to_index(ordinal, out_shape, index)
+            out_position = index_to_position(index, out_strides)
+            position = index_to_position(index, a_strides)  # index[reduce_dim] is 0
+            acc = out[out_position]
+            for _ in range(a_shape[reduce_dim]):
+                acc = fn(acc, a_storage[position])
+                position += step
+            out[out_position] = acc
+        # END SOLUTION
+
+    return _reduce
+
+
+def tensor_matrix_multiply(
+    out: Storage,
+    out_shape: Shape,
+    out_strides: Strides,
+    a_storage: Storage,
+    a_shape: Shape,
+    a_strides: Strides,
+    b_storage: Storage,
+    b_shape: Shape,
+    b_strides: Strides,
+) -> None:
+    """The kernel of the batched matrix product: ``out[..., i, j] = sum_k a[..., i, k] *
+    b[..., k, j]``, where ``a`` is ``(..., n, m)``, ``b`` is ``(..., m, p)``, ``out`` is
+    ``(..., n, p)`` and the batch dimensions ``...`` of ``a`` and ``b`` broadcast to
+    those of ``out``. Every operand has at least two dimensions; any layout."""
+    # BEGIN SOLUTION 1.3
+    out_index = np.zeros(len(out_shape), dtype=np.int32)
+    a_index = np.zeros(len(a_shape), dtype=np.int32)
+    b_index = np.zeros(len(b_shape), dtype=np.int32)
+    inner = a_shape[len(a_shape) - 1]
+    a_step = a_strides[len(a_strides) - 1]
+    b_step = b_strides[len(b_strides) - 2]
+    size = 1
+    for dim in range(len(out_shape)):
+        size *= out_shape[dim]
+    for ordinal in range(size):
+        to_index(ordinal, out_shape, out_index)
+        # Batch dimensions broadcast; row i of a, column j of b, and k starts at 0.
+        broadcast_index(out_index, out_shape, a_shape, a_index)
+        broadcast_index(out_index, out_shape, b_shape, b_index)
+        a_index[len(a_shape) - 1] = 0
+        b_index[len(b_shape) - 2] = 0
+        a_position = index_to_position(a_index, a_strides)
+        b_position = index_to_position(b_index, b_strides)
+        acc = 0.0
+        for _ in range(inner):
+            acc += a_storage[a_position] * b_storage[b_position]
+            a_position += a_step
+            b_position += b_step
+        out[index_to_position(out_index, out_strides)] = acc
+    # END SOLUTION
+
+
+# ## The simple backend: the kernels above, called from plain Python
+
+
+class SimpleOps(TensorOps):
+    """The reference backend: the kernels above run as ordinary Python."""
+
+    @staticmethod
+    def map(fn: UnaryFn) -> MapProto:
+        kernel = tensor_map(fn)
+
+        def apply(a: Tensor, out: Tensor | None = None) -> Tensor:
+            if out is None:
+                out = a.zeros(a.shape)
+            elif shape_broadcast(a.shape, out.shape) != out.shape:
+                raise ShapeError(f"map: input of shape {a.shape} does not fit out {out.shape}")
+            kernel(*out.tuple_arrays(), *a.tuple_arrays())
+            return out
+
+        return apply
+
+    @staticmethod
+    def zip(fn: BinaryFn) -> Callable[[Tensor, Tensor], Tensor]:
+        kernel = tensor_zip(fn)
+
+        def apply(a: Tensor, b: Tensor) -> Tensor:
+            shape = a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape)
+            out = a.zeros(shape)
+            kernel(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
+            return out
+
+        return apply
+
+    @staticmethod
+    def reduce(fn: BinaryFn, start: float = 0.0) -> Callable[[Tensor, int], Tensor]:
+        kernel = tensor_reduce(fn)
+
+        def apply(a: Tensor, dim: int) -> Tensor:
+            shape = list(a.shape)
+            shape[dim] = 1
+            out = a.zeros(tuple(shape))
+            out.fill_(start)
+            kernel(*out.tuple_arrays(), *a.tuple_arrays(), dim)
+            return out
+
+        return apply
+
+    @staticmethod
+    def matrix_multiply(a: Tensor, b: Tensor) -> Tensor:
+        out = a.zeros(matmul_shape(a.shape, b.shape))
+        tensor_matrix_multiply(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
+        return out
+
+
+def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of ``a @ b`` for operands of at least two dimensions; ShapeError names
+    both shapes when the inner dimensions differ or the batch dimensions do not
+    broadcast."""
+    if len(a_shape) < 2 or len(b_shape) < 2:
+        raise ShapeError(f"matrix_multiply needs 2-D or more, got {a_shape} and {b_shape}")
+    if a_shape[-1] != b_shape[-2]:
+        raise ShapeError(
+            f"matmul of shapes {a_shape} and {b_shape}: inner dimensions "
+            f"{a_shape[-1]} and {b_shape[-2]} differ"
+        )
+    try:
+        batch = shape_broadcast(a_shape[:-2], b_shape[:-2])
+    except ShapeError:
+        raise ShapeError(
+            f"matmul of shapes {a_shape} and {b_shape}: batch dimensions "
+            f"{a_shape[:-2]} and {b_shape[:-2]} do not broadcast"
+        ) from None
+    return (*batch, a_shape[-2], b_shape[-1])
+
+
+SimpleBackend = TensorBackend(SimpleOps)
+"""The default backend of stage 1."""

@@ -1,0 +1,246 @@
+"""Train a 2-D classifier with the scalar engine (stage 0) or with tensors (stage 1 on).
+
+    python -m project.train --backend simple --dataset split
+
+Backends: ``scalar`` (stage 0: every weight a Scalar, one example at a time) and
+``simple`` (stage 1: tensors on SimpleBackend, the whole batch at once).
+Defaults: 50 points (seed 0), hidden size 10 (2-10-10-1: ReLU, ReLU, sigmoid), Adam with
+lr 0.1, 250 full-batch epochs, binary cross-entropy. Prints the time per epoch and writes
+``runs/<backend>_<dataset>/log.csv`` (loss and accuracy per epoch) and ``figure.png``
+(decision boundary and learning curves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from module0.autodiff import no_grad
+from module0.datasets import DATASETS, Graph, load_dataset
+from module0.module import Module
+from module0.optim import SGD, Adam, Optimizer
+from module0.scalar_nn import ScalarNetwork
+from module1.tensor import Tensor, from_numpy
+from module1.tensor_nn import MLP, binary_cross_entropy_with_logits
+from module1.tensor_ops import SimpleBackend, TensorBackend
+from project import train_scalar
+from project.plots import plot_classifier
+
+TENSOR_BACKENDS: dict[str, TensorBackend] = {"simple": SimpleBackend}
+"""Tensor backends by command-line name (later stages add theirs)."""
+BACKENDS = ("scalar", *TENSOR_BACKENDS)
+
+
+@dataclass
+class Config:
+    """Everything a run depends on; the defaults are the documented ones."""
+
+    backend: str = "simple"
+    dataset: str = "xor"
+    points: int = 50
+    hidden: int = 10
+    epochs: int = 250
+    optimizer: str = "adam"
+    lr: float = 0.1
+    momentum: float = 0.9
+    seed: int = 0
+    out: Path = Path("runs")
+    log_every: int = 25
+    figure: bool = True
+
+
+@dataclass
+class Result:
+    """What a run produced."""
+
+    losses: list[float] = field(default_factory=list)
+    accuracies: list[float] = field(default_factory=list)
+    seconds_per_epoch: float = 0.0
+    log_path: Path | None = None
+    figure_path: Path | None = None
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.accuracies[-1] if self.accuracies else 0.0
+
+
+Predict = Callable[[Sequence[tuple[float, float]]], Sequence[float]]
+
+
+class Trainer(Protocol):
+    """One model on one dataset: a full-batch step and a predictor for the figure."""
+
+    @property
+    def model(self) -> Module: ...
+
+    def epoch(self, optimizer: Optimizer) -> tuple[float, float]: ...
+
+    def predict(self, points: Sequence[tuple[float, float]]) -> Sequence[float]: ...
+
+
+class ScalarTrainer:
+    """Stage 0's ScalarNetwork, trained by ``train_scalar.epoch``."""
+
+    def __init__(self, config: Config, data: Graph) -> None:
+        self.model = ScalarNetwork(config.hidden, seed=config.seed)
+        self.data = data
+
+    def epoch(self, optimizer: Optimizer) -> tuple[float, float]:
+        return train_scalar.epoch(self.model, self.data, optimizer)
+
+    def predict(self, points: Sequence[tuple[float, float]]) -> Sequence[float]:
+        return train_scalar.predictor(self.model)(points)
+
+
+def tensor_epoch(model: MLP, X: Tensor, y: Tensor, optimizer: Optimizer) -> tuple[float, float]:
+    """One full-batch step of a tensor classifier; return (mean loss, accuracy)."""
+    logits = model(X)
+    loss = binary_cross_entropy_with_logits(logits, y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    predictions = logits.to_numpy() > 0.0
+    accuracy = float(np.mean(predictions == (y.to_numpy() > 0.5)))
+    return loss.item(), accuracy
+
+
+class TensorTrainer:
+    """A 2-hidden-hidden-1 MLP on tensors of one backend, the whole dataset per step."""
+
+    def __init__(self, config: Config, data: Graph, backend: TensorBackend) -> None:
+        self.model = MLP((2, config.hidden, config.hidden, 1), seed=config.seed, backend=backend)
+        self.backend = backend
+        self.X = from_numpy(np.array(data.X, dtype=np.float64), backend)
+        self.y = from_numpy(np.array(data.y, dtype=np.float64).reshape(-1, 1), backend)
+
+    def epoch(self, optimizer: Optimizer) -> tuple[float, float]:
+        return tensor_epoch(self.model, self.X, self.y, optimizer)
+
+    def predict(self, points: Sequence[tuple[float, float]]) -> Sequence[float]:
+        with no_grad():
+            batch = from_numpy(np.array(points, dtype=np.float64), self.backend)
+            return [float(p) for p in self.model(batch).sigmoid().to_numpy()[:, 0]]
+
+
+def make_trainer(config: Config, data: Graph) -> Trainer:
+    if config.backend == "scalar":
+        return ScalarTrainer(config, data)
+    if config.backend in TENSOR_BACKENDS:
+        return TensorTrainer(config, data, TENSOR_BACKENDS[config.backend])
+    raise ValueError(f"unknown backend {config.backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def make_optimizer(config: Config, model: Module) -> Optimizer:
+    if config.optimizer == "adam":
+        return Adam(model.parameters(), lr=config.lr)
+    if config.optimizer == "sgd":
+        return SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+    raise ValueError(f"unknown optimizer {config.optimizer!r}; choose adam or sgd")
+
+
+def train(config: Config, console: Console | None = None) -> Result:
+    """Train as ``config`` says, logging per epoch; return the curves and output paths."""
+    console = console or Console()
+    data = load_dataset(config.dataset, config.points, config.seed)
+    trainer = make_trainer(config, data)
+    optimizer = make_optimizer(config, trainer.model)
+    run_dir = config.out / f"{config.backend}_{config.dataset}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = run_dir / "log.csv"
+    result = Result(log_path=log_path)
+    console.print(
+        f"[bold]{config.backend}[/] 2-{config.hidden}-{config.hidden}-1 on {config.dataset!r} "
+        f"({data.N} points), {config.optimizer} lr={config.lr}, {config.epochs} epochs, "
+        f"{trainer.model.num_parameters()} parameters"
+    )
+    start = time.perf_counter()
+    with (
+        open(log_path, "w", newline="") as log_file,
+        Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]:.4f}  acc {task.fields[acc]:.0%}"),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress,
+    ):
+        writer = csv.writer(log_file)
+        writer.writerow(["epoch", "loss", "accuracy", "seconds"])
+        bar = progress.add_task("training", total=config.epochs, loss=float("nan"), acc=0.0)
+        for e in range(1, config.epochs + 1):
+            tick = time.perf_counter()
+            loss, acc = trainer.epoch(optimizer)
+            seconds = time.perf_counter() - tick
+            result.losses.append(loss)
+            result.accuracies.append(acc)
+            writer.writerow([e, f"{loss:.6f}", f"{acc:.4f}", f"{seconds:.4f}"])
+            progress.update(bar, advance=1, loss=loss, acc=acc)
+            if e % config.log_every == 0 or e == config.epochs:
+                progress.console.print(
+                    f"epoch {e:4d}  loss {loss:.4f}  accuracy {acc:.1%}  "
+                    f"{seconds * 1000:.1f} ms/epoch"
+                )
+    result.seconds_per_epoch = (time.perf_counter() - start) / config.epochs
+    console.print(
+        f"final train accuracy {result.final_accuracy:.1%}, "
+        f"{result.seconds_per_epoch * 1000:.1f} ms per epoch on average; log: {result.log_path}"
+    )
+    if config.figure:
+        result.figure_path = plot_classifier(
+            data,
+            trainer.predict,
+            result.losses,
+            result.accuracies,
+            run_dir / "figure.png",
+            title=f"{config.backend} backend on {config.dataset} "
+            f"(final accuracy {result.final_accuracy:.0%})",
+        )
+        console.print(f"figure: {result.figure_path}")
+    return result
+
+
+def parse_args(argv: Sequence[str] | None = None, backend: str | None = None) -> Config:
+    d = Config(backend=backend or Config.backend)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--backend", default=d.backend, choices=BACKENDS)
+    ap.add_argument("--dataset", default=d.dataset, choices=sorted(DATASETS))
+    ap.add_argument("--points", type=int, default=d.points)
+    ap.add_argument("--hidden", type=int, default=d.hidden)
+    ap.add_argument("--epochs", type=int, default=d.epochs)
+    ap.add_argument("--optimizer", default=d.optimizer, choices=["adam", "sgd"])
+    ap.add_argument("--lr", type=float, default=d.lr)
+    ap.add_argument("--momentum", type=float, default=d.momentum, help="SGD only")
+    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--out", type=Path, default=d.out, help="output folder (default: runs)")
+    ap.add_argument("--log-every", type=int, default=d.log_every, help="print every N epochs")
+    ap.add_argument("--no-figure", dest="figure", action="store_false")
+    ns = ap.parse_args(argv)
+    if ns.epochs < 1 or ns.points < 1 or ns.hidden < 1 or ns.log_every < 1:
+        ap.error("--epochs, --points, --hidden and --log-every must be positive")
+    return Config(**vars(ns))
+
+
+def main(argv: Sequence[str] | None = None, backend: str | None = None) -> int:
+    config = parse_args(argv, backend)
+    # The engine's graphs hold no reference cycles (reference counting frees them), so
+    # the cyclic collector finds nothing in them; freezing the start-up heap stops its
+    # periodic full collections from rescanning every imported module's objects.
+    gc.collect()
+    gc.freeze()
+    train(config)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

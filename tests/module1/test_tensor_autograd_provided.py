@@ -1,0 +1,282 @@
+"""Provided (ungraded) autodiff plumbing of stage 1: ``grad_check``'s own behaviour,
+``requires_grad_`` / ``zero_grad_`` / ``detach`` / ``data``, ``no_grad``, the argument
+checks of ``backward``, and released graphs.
+
+Where it can, a test differentiates a Function defined here whose forward and backward
+compute with NumPy (``NumpySquare``), so it exercises the provided engine rather than the
+graded backward functions. ``grad_check`` sums ``f``'s result, so its tests also run the
+``Sum`` function of tasks 1.3 and 1.4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from module0.autodiff import Context, grad_mode, no_grad
+from module0.errors import ForwardTypeError, GraphReleasedError
+from module1.tensor import Tensor, from_numpy, ones, tensor, zeros
+from module1.tensor_data import ShapeError
+from module1.tensor_functions import Function, grad_check
+from tests.strict import exact_tensor
+
+
+class NumpySquare(Function):
+    """``a * a`` computed with NumPy, with the right backward ``2 a d``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        ctx.save_for_backward(a)
+        return from_numpy(a.to_numpy() ** 2)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (a,) = ctx.saved_values
+        return from_numpy(2.0 * a.to_numpy() * d.to_numpy())
+
+
+class WrongSquare(NumpySquare):
+    """``a * a`` with a wrong backward (``3 a d``)."""
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (a,) = ctx.saved_values
+        return from_numpy(3.0 * a.to_numpy() * d.to_numpy())
+
+
+class SlightlyWrongSquare(NumpySquare):
+    """``a * a`` with a backward off by 0.1%."""
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (a,) = ctx.saved_values
+        return from_numpy(2.002 * a.to_numpy() * d.to_numpy())
+
+
+class ReturnsFloat(Function):
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        return 1.0  # type: ignore[return-value]
+
+
+VALUES = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+
+# -- backward's arguments ----------------------------------------------------------------------
+
+
+def test_backward_on_a_non_scalar_without_a_gradient_names_the_shape() -> None:
+    x = zeros(2, 3, requires_grad=True)
+    with pytest.raises(ShapeError, match=r"shape \(2, 3\)"):
+        x.backward()
+    y = NumpySquare.apply(from_numpy(VALUES, requires_grad=True))
+    with pytest.raises(ShapeError, match=r"\(2, 3\).*gradient argument"):
+        y.backward()
+    with pytest.raises(ValueError):  # ShapeError is a ValueError
+        y.backward()
+
+
+def test_backward_rejects_a_gradient_of_another_shape_or_type() -> None:
+    x = zeros(2, 3, requires_grad=True)
+    with pytest.raises(ShapeError, match=r"\(2, 3\).*\(3, 2\)"):
+        x.backward(ones(3, 2))
+    with pytest.raises(ShapeError, match="float"):
+        x.backward(1.0)  # type: ignore[arg-type]
+    assert x.grad is None
+
+
+def test_backward_on_a_constant_explains_itself() -> None:
+    with pytest.raises(RuntimeError, match="requires no gradient"):
+        tensor([1.0]).backward()
+
+
+def test_one_entry_tensors_get_the_default_gradient_one() -> None:
+    x = tensor([[3.0]], requires_grad=True)
+    x.backward()
+    np.testing.assert_array_equal(exact_tensor(x.grad), [[1.0]])
+    s = tensor(2.0, requires_grad=True)
+    NumpySquare.apply(s).backward()
+    got = exact_tensor(s.grad)
+    assert got.shape == ()
+    np.testing.assert_allclose(got, 4.0)
+
+
+def test_backward_through_a_user_function_with_an_explicit_gradient() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    w = np.array([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])
+    y = NumpySquare.apply(x)
+    assert y.requires_grad is True
+    assert y.is_leaf() is False
+    y.backward(from_numpy(w))
+    np.testing.assert_allclose(exact_tensor(x.grad), 2.0 * VALUES * w)
+
+
+# -- released graphs ---------------------------------------------------------------------------
+
+
+def test_a_second_backward_through_a_released_graph_raises() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    w = from_numpy(np.ones((2, 3)))
+    y = NumpySquare.apply(x)
+    y.backward(w, retain_graph=True)
+    y.backward(w)
+    np.testing.assert_allclose(exact_tensor(x.grad), 4.0 * VALUES)
+    with pytest.raises(GraphReleasedError, match="retain_graph=True"):
+        y.backward(w)
+    assert issubclass(GraphReleasedError, RuntimeError)
+
+
+# -- requires_grad_, zero_grad_, detach, data -----------------------------------------------------
+
+
+def test_requires_grad_marks_a_leaf_in_place() -> None:
+    x = zeros(2)
+    assert x.requires_grad is False
+    assert x.is_constant() is True
+    assert x.requires_grad_() is x
+    assert x.requires_grad is True
+    assert x.is_leaf() is True
+    assert x.requires_grad_(False) is x
+    assert x.requires_grad is False
+    assert ones(2, requires_grad=True).is_leaf() is True
+
+
+def test_results_of_operations_cannot_stop_requiring_grad() -> None:
+    y = NumpySquare.apply(ones(2, requires_grad=True))
+    with pytest.raises(RuntimeError, match="detach"):
+        y.requires_grad_(False)
+    assert y.requires_grad is True
+    assert y.requires_grad_(True) is y
+
+
+def test_zero_grad_forgets_the_gradient() -> None:
+    x = ones(2, 2, requires_grad=True)
+    x.zero_grad_()
+    assert x.grad is None
+    x.backward(from_numpy(np.full((2, 2), 5.0)))
+    np.testing.assert_array_equal(exact_tensor(x.grad), np.full((2, 2), 5.0))
+    x.zero_grad_()
+    assert x.grad is None
+
+
+def test_detach_shares_values_but_not_the_graph() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    d = x.detach()
+    assert d is not x
+    assert d.requires_grad is False
+    assert d.history is None
+    np.testing.assert_array_equal(exact_tensor(d), VALUES)
+    d.fill_(7.0)  # the storage is shared: x sees the write
+    np.testing.assert_array_equal(exact_tensor(x), np.full((2, 3), 7.0))
+
+    y = NumpySquare.apply(from_numpy(VALUES, requires_grad=True))
+    e = y.detach()
+    assert y.history is not None
+    assert e.history is None
+    assert e.requires_grad is False
+    np.testing.assert_allclose(exact_tensor(e), VALUES**2)
+
+
+def test_data_reads_values_and_replaces_them() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    assert x.data.requires_grad is False
+    np.testing.assert_array_equal(exact_tensor(x.data), VALUES)
+    x.data = from_numpy(np.zeros((2, 3)))
+    np.testing.assert_array_equal(exact_tensor(x), np.zeros((2, 3)))
+    assert x.requires_grad is True
+    with pytest.raises(ShapeError, match=r"\(3, 2\).*\(2, 3\)"):
+        x.data = zeros(3, 2)
+    with pytest.raises(TypeError, match="Tensor"):
+        x.data = VALUES  # type: ignore[assignment]
+
+
+def test_accumulate_derivative_checks_shape_and_leafness() -> None:
+    x = ones(2, requires_grad=True)
+    with pytest.raises(ShapeError, match=r"\(3,\).*\(2,\)"):
+        x.accumulate_derivative(ones(3))
+    y = NumpySquare.apply(x)
+    with pytest.raises(ValueError, match="leaf"):
+        y.accumulate_derivative(ones(2))
+
+
+# -- no_grad and Function.apply ----------------------------------------------------------------
+
+
+def test_no_grad_makes_results_constants_and_restores_the_mode() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    assert grad_mode.enabled is True
+    with no_grad():
+        assert grad_mode.enabled is False
+        y = NumpySquare.apply(x)
+        with no_grad():
+            pass
+        assert grad_mode.enabled is False  # still off after an inner block
+    assert grad_mode.enabled is True
+    assert y.requires_grad is False
+    assert y.history is None
+    np.testing.assert_allclose(exact_tensor(y), VALUES**2)
+    with pytest.raises(RuntimeError, match="requires no gradient"):
+        y.backward(from_numpy(np.ones((2, 3))))
+
+
+def test_no_grad_restores_the_mode_after_an_exception() -> None:
+    with pytest.raises(KeyError), no_grad():
+        raise KeyError("boom")
+    assert grad_mode.enabled is True
+
+
+def test_functions_of_constants_record_no_history() -> None:
+    y = NumpySquare.apply(from_numpy(VALUES))
+    assert y.requires_grad is False
+    assert y.history is None
+    z = NumpySquare.apply(from_numpy(VALUES, requires_grad=True))
+    assert z.history is not None
+    assert z.parents[0].requires_grad is True
+
+
+def test_forward_returning_a_non_tensor_is_a_typed_error() -> None:
+    with pytest.raises(ForwardTypeError, match=r"ReturnsFloat\.forward must return a Tensor"):
+        ReturnsFloat.apply(ones(2))
+    with pytest.raises(TypeError):
+        ReturnsFloat.apply(ones(2, requires_grad=True))
+
+
+def test_tensor_exponents_are_refused() -> None:
+    x = ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match="constant number"):
+        x ** ones(2)  # type: ignore[operator]
+
+
+# -- grad_check -----------------------------------------------------------------------------
+
+
+def test_grad_check_accepts_a_correct_backward() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    grad_check(NumpySquare.apply, x)
+    np.testing.assert_allclose(exact_tensor(x.grad), 2.0 * VALUES)
+    np.testing.assert_array_equal(exact_tensor(x), VALUES)  # inputs are left unchanged
+
+
+def test_grad_check_catches_a_wrong_backward_and_names_input_and_entry() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    with pytest.raises(AssertionError, match=r"gradient of input 0 \(shape \(2, 3\)\) at \("):
+        grad_check(WrongSquare.apply, x)
+    y = from_numpy(VALUES + 3.0, requires_grad=True)
+    with pytest.raises(AssertionError, match=r"input 1 .*backward gave .*central difference"):
+        grad_check(lambda a, b: NumpySquare.apply(a) + SlightlyWrongSquare.apply(b), x, y)
+
+
+def test_grad_check_reports_an_input_without_gradient() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    unused = ones(4, requires_grad=True)
+    with pytest.raises(AssertionError, match=r"input 1 \(shape \(4,\)\) got no gradient"):
+        grad_check(lambda a, b: NumpySquare.apply(a), x, unused)
+
+
+def test_grad_check_resets_gradients_and_skips_constants() -> None:
+    x = from_numpy(VALUES, requires_grad=True)
+    x.grad = from_numpy(np.full((2, 3), 100.0))
+    constant = from_numpy(np.ones((2, 3)))
+    grad_check(lambda a, c: NumpySquare.apply(a) + NumpySquare.apply(c), x, constant)
+    np.testing.assert_allclose(exact_tensor(x.grad), 2.0 * VALUES)  # not 100 + 2x
+    assert constant.grad is None
