@@ -237,6 +237,24 @@ TASKS: tuple[Task, ...] = (
             "module1.tensor_nn:binary_cross_entropy_with_logits",
         ),
     ),
+    Task(
+        id="2.1",
+        title="Parallel map, zip and reduce with Numba",
+        points=15,
+        files=("module2/fast_ops.py",),
+        functions=(
+            "module2.fast_ops:tensor_map_kernel",
+            "module2.fast_ops:tensor_zip_kernel",
+            "module2.fast_ops:tensor_reduce_kernel",
+        ),
+    ),
+    Task(
+        id="2.2",
+        title="Parallel batched matrix multiply",
+        points=15,
+        files=("module2/fast_ops.py",),
+        functions=("module2.fast_ops:tensor_matrix_multiply_kernel",),
+    ),
 )
 
 

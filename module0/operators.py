@@ -159,15 +159,16 @@ def tanh(x: float) -> float:
 
 def power(a: float, n: float) -> float:
     """``a ** n`` as IEEE floats: nan for a negative base with a fractional exponent,
-    inf on overflow or for ``0 ** negative``; never raises, never returns a complex."""
-    if a < 0.0 and not float(n).is_integer():
-        return math.nan
+    inf on overflow or for ``0 ** negative``; never raises, never returns a complex.
+
+    Written without try/except so that Numba compiles it too (stage 2)."""
     if a == 0.0 and n < 0.0:
         return math.inf
-    try:
-        return math.pow(a, n)
-    except OverflowError:
-        return math.inf if a > 0.0 or n % 2.0 == 0.0 else -math.inf
+    if a < 0.0 and n % 1.0 != 0.0:
+        return math.nan
+    if a != 0.0 and n * math.log(abs(a)) > _LOG_MAX_FLOAT:
+        return -math.inf if a < 0.0 and n % 2.0 != 0.0 else math.inf
+    return math.pow(a, n)
 
 
 # ## Task 0.2: higher-order functions

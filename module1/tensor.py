@@ -14,6 +14,7 @@ done by the tensor's *backend* (``SimpleBackend`` in this stage).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from numbers import Real
 from typing import Any, Union
@@ -175,12 +176,12 @@ class Tensor(Variable):
     def zeros(self, shape: Sequence[int]) -> Tensor:
         """A new constant tensor of zeros on this tensor's backend."""
         shape = tuple(shape)
-        return self._new(TensorData(np.zeros(int(np.prod(shape, dtype=np.int64))), shape))
+        return self._new(TensorData(np.zeros(math.prod(shape)), shape))
 
     def full(self, shape: Sequence[int], value: float) -> Tensor:
         """A new constant tensor filled with ``value`` on this tensor's backend."""
         shape = tuple(shape)
-        return self._new(TensorData(np.full(int(np.prod(shape, dtype=np.int64)), value), shape))
+        return self._new(TensorData(np.full(math.prod(shape), value), shape))
 
     def fill_(self, value: float) -> Tensor:
         """Set every entry of the storage to ``value`` (in place; no graph)."""
@@ -403,14 +404,14 @@ class Tensor(Variable):
         if sum(1 for s in new if s == -1) > 1 or any(s < -1 for s in new):
             raise ShapeError(f"view{new}: at most one size may be -1 and none below it")
         if -1 in new:
-            known = int(np.prod([s for s in new if s != -1], dtype=np.int64))
+            known = math.prod(s for s in new if s != -1)
             if known == 0 or self.size % known:
                 raise ShapeError(f"view{new} of a tensor of shape {self.shape}: no size fits -1")
             new = tuple(self.size // known if s == -1 else s for s in new)
-        if int(np.prod(new, dtype=np.int64)) != self.size:
+        if math.prod(new) != self.size:
             raise ShapeError(
                 f"view{new} of a tensor of shape {self.shape}: "
-                f"{int(np.prod(new, dtype=np.int64))} entries vs {self.size}"
+                f"{math.prod(new)} entries vs {self.size}"
             )
         return tf.View.apply(self, new)
 

@@ -12,6 +12,7 @@ the subset of Python that Numba compiles: stage 2 jits these same functions.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -129,7 +130,7 @@ class TensorData:
         strides = tuple(strides) if strides is not None else strides_from_shape(shape)
         if len(strides) != len(shape):
             raise ShapeError(f"strides {strides} do not match shape {shape}")
-        self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        self.size = math.prod(shape)
         extent = sum((s - 1) * st for s, st in zip(shape, strides, strict=True))
         needed = 1 + extent if self.size else 0
         if needed > len(self._storage):

@@ -1,0 +1,424 @@
+"""Tasks 2.1 and 2.2: the fast CPU backend — stage 1's kernels compiled with Numba.
+
+:class:`FastOps` implements stage 1's :class:`~module1.tensor_ops.TensorOps` protocol
+with ``numba.njit(parallel=True)`` kernels, so every Tensor operation, every Function
+and the autodiff engine run on it unchanged (``FastBackend``).
+
+Two design points, both about Numba's on-disk cache (``cache=True``):
+
+* **One module-level kernel per shape of work**, cached. A kernel built inside a factory
+  closure (``def tensor_map(fn): ... return njit(_map)``) is never loaded from the cache
+  (numba 0.68.1 saves a new ``.nbc`` file in every process), and neither is a kernel that
+  takes the float function as an argument. So the kernels take an *op code*, a small int
+  naming the float function (``OP_RELU``), and :func:`unary` / :func:`binary` switch on
+  it. The loop does not re-test the op per entry in practice: LLVM hoists the
+  loop-invariant switch out of the loop ("unswitching"), which is why the fast path still
+  vectorizes. A float function outside the table still works, through an uncached
+  compiled copy of stage 1's kernel (see :meth:`FastOps.map`).
+* **Stage 0's operators and stage 1's index functions are compiled, not rewritten**:
+  :func:`jit_functions` compiles them from their own source, and the cache key includes
+  those files (see :mod:`module2.cache`), so editing ``module1/tensor_data.py`` or
+  ``module0/operators.py`` recompiles the kernels instead of loading stale ones.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numba import njit, prange
+
+from module0 import operators
+from module1 import tensor_data
+from module1.tensor_data import Shape, ShapeError, Storage, Strides, shape_broadcast
+from module1.tensor_ops import (
+    MapProto,
+    TensorBackend,
+    TensorOps,
+    is_close_float,
+    matmul_shape,
+    tensor_map,
+    tensor_reduce,
+    tensor_zip,
+)
+from module2 import cache
+
+if TYPE_CHECKING:
+    from module1.tensor import Tensor
+
+cache.install()
+
+
+def jit_functions(module: types.ModuleType, names: Iterable[str]) -> dict[str, Any]:
+    """Compile the functions ``names`` of ``module`` with ``njit(inline="always")``.
+
+    They may call each other (``log_back`` calls ``inv``): each is rebuilt from its own
+    code object over a shared namespace in which every listed name is its compiled
+    version, so Numba resolves those calls to compiled code."""
+    namespace: dict[str, Any] = dict(vars(module))
+    compiled: dict[str, Any] = {}
+    for name in names:
+        fn = getattr(module, name)
+        clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__)
+        compiled[name] = njit(inline="always")(clone)
+    namespace.update(compiled)
+    return compiled
+
+
+_index = jit_functions(tensor_data, ("to_index", "index_to_position", "broadcast_index"))
+to_index = _index["to_index"]
+index_to_position = _index["index_to_position"]
+broadcast_index = _index["broadcast_index"]
+
+_UNARY_NAMES = ("neg", "sigmoid", "relu", "log", "exp", "id", "inv", "tanh")
+_BINARY_NAMES = (
+    "add", "mul", "lt", "eq", "max", "power", "relu_back", "log_back", "inv_back", "is_close",
+)  # fmt: skip
+_ops = jit_functions(operators, _UNARY_NAMES + _BINARY_NAMES)
+_neg, _sigmoid, _relu, _log, _exp, _id, _inv, _tanh = (_ops[n] for n in _UNARY_NAMES)
+_add, _mul, _lt, _eq, _max, _power, _relu_back, _log_back, _inv_back, _is_close = (
+    _ops[n] for n in _BINARY_NAMES
+)
+
+# Op codes: the float function each kernel applies.
+OP_NEG, OP_SIGMOID, OP_RELU, OP_LOG, OP_EXP, OP_ID, OP_INV, OP_TANH = range(8)
+(
+    OP_ADD, OP_MUL, OP_LT, OP_EQ, OP_MAX, OP_POW, OP_RELU_BACK, OP_LOG_BACK, OP_INV_BACK,
+    OP_IS_CLOSE,
+) = range(10)  # fmt: skip
+
+UNARY_OPS: dict[Callable[..., Any], int] = {
+    getattr(operators, name): code for code, name in enumerate(_UNARY_NAMES)
+}
+BINARY_OPS: dict[Callable[..., Any], int] = {
+    getattr(operators, name): code for code, name in enumerate(_BINARY_NAMES)
+}
+BINARY_OPS[is_close_float] = OP_IS_CLOSE
+
+
+@njit(inline="always")
+def unary(op: int, x: float) -> float:
+    """The unary float function with op code ``op``."""
+    if op == OP_NEG:
+        return _neg(x)
+    if op == OP_SIGMOID:
+        return _sigmoid(x)
+    if op == OP_RELU:
+        return _relu(x)
+    if op == OP_LOG:
+        return _log(x)
+    if op == OP_EXP:
+        return _exp(x)
+    if op == OP_INV:
+        return _inv(x)
+    if op == OP_TANH:
+        return _tanh(x)
+    return _id(x)
+
+
+@njit(inline="always")
+def binary(op: int, x: float, y: float) -> float:
+    """The binary float function with op code ``op``."""
+    if op == OP_ADD:
+        return _add(x, y)
+    if op == OP_MUL:
+        return _mul(x, y)
+    if op == OP_LT:
+        return _lt(x, y)
+    if op == OP_EQ:
+        return _eq(x, y)
+    if op == OP_MAX:
+        return _max(x, y)
+    if op == OP_POW:
+        return _power(x, y)
+    if op == OP_RELU_BACK:
+        return _relu_back(x, y)
+    if op == OP_LOG_BACK:
+        return _log_back(x, y)
+    if op == OP_INV_BACK:
+        return _inv_back(x, y)
+    return 1.0 if _is_close(x, y) else 0.0
+
+
+CHUNK = 1024
+"""Entries one parallel iteration handles on the general (strided) path."""
+
+
+@njit(inline="always")
+def size_of(shape: Shape) -> int:
+    """The number of entries of ``shape``."""
+    size = 1
+    for dim in range(len(shape)):
+        size *= shape[dim]
+    return size
+
+
+@njit(inline="always")
+def aligned(
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    in_storage: Storage, in_shape: Shape, in_strides: Strides, size: int,
+) -> bool:  # fmt: skip
+    """True when entry ``i`` of the input's storage feeds entry ``i`` of the output's: the
+    same shape and strides over storages that hold exactly ``size`` values (contiguous,
+    or both permuted the same way)."""
+    if len(out) != size or len(in_storage) != size or len(out_shape) != len(in_shape):
+        return False
+    for dim in range(len(out_shape)):
+        if out_shape[dim] != in_shape[dim] or out_strides[dim] != in_strides[dim]:
+            return False
+    return True
+
+
+# ## Task 2.1: parallel map, zip and reduce
+
+
+@njit(parallel=True, cache=True)
+def tensor_map_kernel(
+    op: int,
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    in_storage: Storage, in_shape: Shape, in_strides: Strides,
+) -> None:  # fmt: skip
+    """``out = unary(op, input)`` with the input broadcast to ``out_shape``; any layout.
+
+    Fast path: when the layouts are :func:`aligned`, one parallel loop over storage.
+    Otherwise each parallel iteration takes a chunk of ordinals with its own index
+    buffers (never shared between threads)."""
+    # BEGIN SOLUTION 2.1
+    size = size_of(out_shape)
+    if aligned(out, out_shape, out_strides, in_storage, in_shape, in_strides, size):
+        for i in prange(size):
+            out[i] = unary(op, in_storage[i])
+        return
+    for chunk in prange((size + CHUNK - 1) // CHUNK):
+        out_index = np.empty(len(out_shape), np.int32)
+        in_index = np.empty(len(in_shape), np.int32)
+        for ordinal in range(chunk * CHUNK, min(size, (chunk + 1) * CHUNK)):
+            to_index(ordinal, out_shape, out_index)
+            broadcast_index(out_index, out_shape, in_shape, in_index)
+            value = in_storage[index_to_position(in_index, in_strides)]
+            out[index_to_position(out_index, out_strides)] = unary(op, value)
+    # END SOLUTION
+
+
+@njit(parallel=True, cache=True)
+def tensor_zip_kernel(
+    op: int,
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    a_storage: Storage, a_shape: Shape, a_strides: Strides,
+    b_storage: Storage, b_shape: Shape, b_strides: Strides,
+) -> None:  # fmt: skip
+    """``out = binary(op, a, b)`` with both inputs broadcast to ``out_shape``; any
+    layout, with the same fast path as :func:`tensor_map_kernel`."""
+    # BEGIN SOLUTION 2.1
+    size = size_of(out_shape)
+    if aligned(out, out_shape, out_strides, a_storage, a_shape, a_strides, size) and aligned(
+        out, out_shape, out_strides, b_storage, b_shape, b_strides, size
+    ):
+        for i in prange(size):
+            out[i] = binary(op, a_storage[i], b_storage[i])
+        return
+    for chunk in prange((size + CHUNK - 1) // CHUNK):
+        out_index = np.empty(len(out_shape), np.int32)
+        a_index = np.empty(len(a_shape), np.int32)
+        b_index = np.empty(len(b_shape), np.int32)
+        for ordinal in range(chunk * CHUNK, min(size, (chunk + 1) * CHUNK)):
+            to_index(ordinal, out_shape, out_index)
+            broadcast_index(out_index, out_shape, a_shape, a_index)
+            broadcast_index(out_index, out_shape, b_shape, b_index)
+            a = a_storage[index_to_position(a_index, a_strides)]
+            b = b_storage[index_to_position(b_index, b_strides)]
+            out[index_to_position(out_index, out_strides)] = binary(op, a, b)
+    # END SOLUTION
+
+
+@njit(parallel=True, cache=True)
+def tensor_reduce_kernel(
+    op: int,
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    a_storage: Storage, a_shape: Shape, a_strides: Strides,
+    reduce_dim: int, parts: int,
+) -> None:  # fmt: skip
+    """Fold ``binary(op, ., .)`` along ``reduce_dim`` into ``out`` (which has size 1 there
+    and holds the start value), in index order up to reassociation.
+
+    ``parts`` (chosen by the caller, 1 when there are enough outputs to keep every thread
+    busy) splits each output's fold into that many contiguous ranges folded in parallel
+    and then combined in order: a sum of 10**7 entries into one output still uses every
+    core."""
+    # BEGIN SOLUTION 2.1
+    size = size_of(out_shape)
+    n = a_shape[reduce_dim]
+    step = a_strides[reduce_dim]
+    parts = max(1, min(parts, n))
+    partial = np.empty(size * parts, np.float64)
+    for job in prange(size * parts):
+        i, part = job // parts, job % parts
+        index = np.empty(len(out_shape), np.int32)
+        to_index(i, out_shape, index)
+        start = part * n // parts
+        stop = (part + 1) * n // parts
+        position = index_to_position(index, a_strides) + start * step
+        acc = a_storage[position]
+        for _ in range(start + 1, stop):
+            position += step
+            acc = binary(op, acc, a_storage[position])
+        partial[job] = acc
+    for chunk in prange((size + CHUNK - 1) // CHUNK):
+        index = np.empty(len(out_shape), np.int32)
+        for i in range(chunk * CHUNK, min(size, (chunk + 1) * CHUNK)):
+            to_index(i, out_shape, index)
+            out_position = index_to_position(index, out_strides)
+            acc = out[out_position]
+            for part in range(parts):
+                acc = binary(op, acc, partial[i * parts + part])
+            out[out_position] = acc
+    # END SOLUTION
+
+
+# ## Task 2.2: parallel batched matrix multiply
+
+
+@njit(parallel=True, cache=True)
+def tensor_matrix_multiply_kernel(
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    a_storage: Storage, a_shape: Shape, a_strides: Strides,
+    b_storage: Storage, b_shape: Shape, b_strides: Strides,
+) -> None:  # fmt: skip
+    """``out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]`` with batch dimensions
+    broadcast, in parallel over output rows. The index functions run once per row; the
+    inner loops step through storage by strides, in i-k-j order: the innermost loop
+    walks a row of ``b`` and a row of ``out`` (stride 1 when contiguous, which LLVM
+    vectorizes)."""
+    # BEGIN SOLUTION 2.2
+    dims = len(out_shape)
+    p = out_shape[dims - 1]
+    m = a_shape[len(a_shape) - 1]
+    a_col = a_strides[len(a_shape) - 1]
+    b_row, b_col = b_strides[len(b_shape) - 2], b_strides[len(b_shape) - 1]
+    o_col = out_strides[dims - 1]
+    rows = size_of(out_shape) // p if p > 0 else 0
+    for row in prange(rows):
+        out_index = np.empty(dims, np.int32)
+        a_index = np.empty(len(a_shape), np.int32)
+        b_index = np.empty(len(b_shape), np.int32)
+        to_index(row * p, out_shape, out_index)  # (..., i, 0)
+        broadcast_index(out_index, out_shape, a_shape, a_index)
+        broadcast_index(out_index, out_shape, b_shape, b_index)
+        a_index[len(a_shape) - 1] = 0
+        b_index[len(b_shape) - 2] = 0
+        b_index[len(b_shape) - 1] = 0
+        a_base = index_to_position(a_index, a_strides)
+        b_base = index_to_position(b_index, b_strides)
+        o_base = index_to_position(out_index, out_strides)
+        for j in range(p):
+            out[o_base + j * o_col] = 0.0
+        for k in range(m):
+            aik = a_storage[a_base + k * a_col]
+            b_k = b_base + k * b_row
+            if o_col == 1 and b_col == 1:
+                for j in range(p):
+                    out[o_base + j] += aik * b_storage[b_k + j]
+            else:
+                for j in range(p):
+                    out[o_base + j * o_col] += aik * b_storage[b_k + j * b_col]
+    # END SOLUTION
+
+
+# ## The backend
+
+
+def _arrays(t: Tensor) -> tuple[Storage, Shape, Strides]:
+    return t.tuple_arrays()
+
+
+def compile_stage1(kernel: Callable[..., None]) -> Any:
+    """Compile one of stage 1's kernel closures (uncached): the same code over a
+    namespace in which its index functions are the compiled ones. The fallback for a
+    float function outside the op tables."""
+    namespace = dict(kernel.__globals__)
+    namespace.update(
+        to_index=to_index, index_to_position=index_to_position, broadcast_index=broadcast_index
+    )
+    clone = types.FunctionType(
+        kernel.__code__, namespace, kernel.__name__, kernel.__defaults__, kernel.__closure__
+    )
+    return njit(clone)
+
+
+class FastOps(TensorOps):
+    """Stage 1's protocol on the compiled kernels above."""
+
+    @staticmethod
+    def map(fn: Callable[[float], float]) -> MapProto:
+        op = UNARY_OPS.get(fn)
+        if op is None:  # not in the table: compile stage 1's kernel for it (not cached)
+            fallback = compile_stage1(tensor_map(njit(fn)))
+
+        def apply(a: Tensor, out: Tensor | None = None) -> Tensor:
+            if out is None:
+                out = a.zeros(a.shape)
+            elif shape_broadcast(a.shape, out.shape) != out.shape:
+                raise ShapeError(f"map: input of shape {a.shape} does not fit out {out.shape}")
+            if op is None:
+                fallback(*_arrays(out), *_arrays(a))
+            else:
+                tensor_map_kernel(op, *_arrays(out), *_arrays(a))
+            return out
+
+        return apply
+
+    @staticmethod
+    def zip(fn: Callable[[float, float], float]) -> Callable[[Tensor, Tensor], Tensor]:
+        op = BINARY_OPS.get(fn)
+        if op is None:
+            fallback = compile_stage1(tensor_zip(njit(fn)))
+
+        def apply(a: Tensor, b: Tensor) -> Tensor:
+            shape = a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape)
+            out = a.zeros(shape)
+            if op is None:
+                fallback(*_arrays(out), *_arrays(a), *_arrays(b))
+            else:
+                tensor_zip_kernel(op, *_arrays(out), *_arrays(a), *_arrays(b))
+            return out
+
+        return apply
+
+    @staticmethod
+    def reduce(
+        fn: Callable[[float, float], float], start: float = 0.0
+    ) -> Callable[[Tensor, int], Tensor]:
+        op = BINARY_OPS.get(fn)
+        if op is None:
+            fallback = compile_stage1(tensor_reduce(njit(fn)))
+
+        def apply(a: Tensor, dim: int) -> Tensor:
+            shape = list(a.shape)
+            shape[dim] = 1
+            out = a.zeros(tuple(shape))
+            out.fill_(start)
+            if op is None:
+                fallback(*_arrays(out), *_arrays(a), dim)
+            elif a.shape[dim] > 0:
+                # Few outputs and long folds: split each fold so every thread works.
+                outputs, n = out.size, a.shape[dim]
+                parts = 1 if outputs >= 64 else max(1, min(64 // outputs, n // 4096))
+                tensor_reduce_kernel(op, *_arrays(out), *_arrays(a), dim, parts)
+            return out
+
+        return apply
+
+    @staticmethod
+    def matrix_multiply(a: Tensor, b: Tensor) -> Tensor:
+        out = a.zeros(matmul_shape(a.shape, b.shape))
+        if b._tensor.strides[-1] != 1 and b.shape[-1] > 1:
+            b = FastBackend.id_map(b)  # rows of b contiguous: the inner loop vectorizes
+        if out.size:
+            tensor_matrix_multiply_kernel(*_arrays(out), *_arrays(a), *_arrays(b))
+        return out
+
+
+FastBackend = TensorBackend(FastOps)
+"""The stage-2 backend: ``tensor(..., backend=FastBackend)``."""
