@@ -255,6 +255,13 @@ TASKS: tuple[Task, ...] = (
         files=("module2/fast_ops.py",),
         functions=("module2.fast_ops:tensor_matrix_multiply_kernel",),
     ),
+    Task(
+        id="2.3",
+        title="High-performance matmul: packing and register tiling",
+        points=10,
+        files=("module2/fast_matmul.py",),
+        functions=("module2.fast_matmul:micro_kernel", "module2.fast_matmul:gemm"),
+    ),
 )
 
 

@@ -90,11 +90,15 @@ class MLP(Module):
 
 def binary_cross_entropy_with_logits(logits: Tensor, targets: Tensor) -> Tensor:
     r"""The mean of :math:`-[y \log \sigma(z) + (1-y) \log(1-\sigma(z))]`, computed as
-    :math:`\max(z,0) - z y + \log(1 + e^{-|z|})`, which never takes the log of 0."""
+    :math:`(z + |z|)/2 - z y + \log(1 + e^{-|z|})`, which never takes the log of 0.
+
+    (``(z + |z|) / 2`` is ``max(z, 0)`` written so that autodiff gets the derivative
+    right at ``z = 0`` too: with ``|z| = relu(z) + relu(-z)``, whose derivative there is
+    0, it gives ``1/2``, where ``relu(z)`` would give 0.)"""
     if logits.shape != targets.shape:
         raise ShapeError(f"logits of shape {logits.shape} and targets of shape {targets.shape}")
     # BEGIN SOLUTION 1.5
     magnitude = logits.relu() + (-logits).relu()
     softplus = ((-magnitude).exp() + 1.0).log()
-    return (logits.relu() - logits * targets + softplus).mean()
+    return ((logits + magnitude) * 0.5 - logits * targets + softplus).mean()
     # END SOLUTION

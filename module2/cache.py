@@ -34,6 +34,10 @@ WATCHED: dict[str, tuple[Path, ...]] = {
         _ROOT / "module0" / "operators.py",
         _ROOT / "module1" / "tensor_data.py",
     ),
+    str(_ROOT / "module2" / "fast_matmul.py"): (
+        _ROOT / "module1" / "tensor_data.py",
+        _ROOT / "module2" / "fast_ops.py",
+    ),
 }
 """Kernel file -> the files whose code its kernels inline."""
 

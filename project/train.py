@@ -2,8 +2,9 @@
 
     python -m project.train --backend simple --dataset split
 
-Backends: ``scalar`` (stage 0: every weight a Scalar, one example at a time) and
-``simple`` (stage 1: tensors on SimpleBackend, the whole batch at once).
+Backends: ``scalar`` (stage 0: every weight a Scalar, one example at a time),
+``simple`` (stage 1: tensors on SimpleBackend, the whole batch at once) and ``fast``
+(stage 2: the same tensors on the Numba backend; the first run compiles its kernels).
 Defaults: 50 points (seed 0), hidden size 10 (2-10-10-1: ReLU, ReLU, sigmoid), Adam with
 lr 0.1, 250 full-batch epochs, binary cross-entropy. Prints the time per epoch and writes
 ``runs/<backend>_<dataset>/log.csv`` (loss and accuracy per epoch) and ``figure.png``

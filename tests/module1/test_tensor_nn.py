@@ -119,8 +119,8 @@ def test_bce_with_logits_matches_numpy(n: int, seed: int) -> None:
 
 
 def test_bce_is_finite_for_huge_logits_and_has_the_right_gradient() -> None:
-    z = np.array([[1000.0], [-1000.0], [1000.0], [-1000.0], [0.5]])
-    y = np.array([[1.0], [0.0], [0.0], [1.0], [1.0]])
+    z = np.array([[1000.0], [-1000.0], [1000.0], [-1000.0], [0.5], [0.0]])
+    y = np.array([[1.0], [0.0], [0.0], [1.0], [1.0], [1.0]])  # z = 0: gradient (1/2 - 1) / 6
     logits = from_numpy(z, requires_grad=True)
     loss = binary_cross_entropy_with_logits(logits, from_numpy(y))
     value = float(exact_tensor(loss))

@@ -1,0 +1,326 @@
+"""Benchmark the stage-2 fast backend against NumPy (and PyTorch on the CPU).
+
+    python -m project.bench_fast [--repeats 5] [--quick] [--only matmul,map,...]
+
+Every figure is the median of ``--repeats`` timed runs after one untimed warm-up call,
+and each library runs in its own child process, so thread pools never compete (NumPy's
+OpenBLAS and PyTorch's pools slow each other down badly when called alternately in one
+process). Sections:
+
+* ``matmul``  square float64 products at 128, 256, 512, 1024: task 2.2's kernel, task
+  2.3's packed kernel, NumPy as installed, and NumPy with
+  ``OPENBLAS_CORETYPE=SkylakeX`` (OpenBLAS's AVX-512 kernels, which it does not pick by
+  itself on some AVX-512 CPUs; the practical ceiling). GFLOP/s and ratios.
+* ``elementwise``  map (relu, exp), zip (mul) and reduce (sum over each dim) on
+  contiguous tensors of 10**6 and 10**7 entries, against the NumPy equivalent.
+* ``train``  one epoch of the split classifier with hidden 100 (``project.train``'s
+  defaults) on the fast and the simple backend, and the same model, data and Adam in
+  PyTorch when it is installed.
+* ``startup``  import plus the first call of each kind of op in a fresh process, with an
+  empty kernel cache (cold: Numba compiles) and again with the cache it left (warm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+SECTIONS = ("matmul", "elementwise", "train", "startup")
+MATMUL_SIZES = (128, 256, 512, 1024)
+ELEMENT_SIZES = (10**6, 10**7)
+
+
+def median_time(fn: Callable[[], Any], repeats: int) -> float:
+    """Median seconds of ``repeats`` calls of ``fn`` after one untimed warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# ## Workers (each runs in its own process)
+
+
+def _fast_tensor(array: Any) -> Any:
+    from module1.tensor import from_numpy
+    from module2.fast_ops import FastBackend
+
+    return from_numpy(array, FastBackend)
+
+
+def work_matmul(kind: str, sizes: Sequence[int], repeats: int) -> dict[str, float]:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out: dict[str, float] = {}
+    for n in sizes:
+        a, b = rng.random((n, n)), rng.random((n, n))
+        if kind == "numpy":
+            seconds = median_time(lambda: a @ b, repeats)  # noqa: B023
+        else:
+            from module2.fast_matmul import tensor_matrix_multiply_packed
+            from module2.fast_ops import tensor_matrix_multiply_kernel
+
+            kernel = (
+                tensor_matrix_multiply_packed if kind == "2.3" else tensor_matrix_multiply_kernel
+            )
+            ta, tb = _fast_tensor(a), _fast_tensor(b)
+            result = ta.zeros((n, n))
+            args = (*result.tuple_arrays(), *ta.tuple_arrays(), *tb.tuple_arrays())
+            seconds = median_time(lambda: kernel(*args), repeats)  # noqa: B023
+            if not np.allclose(result.to_numpy(), a @ b):
+                raise AssertionError(f"matmul {kind} at {n} disagrees with NumPy")
+        out[str(n)] = 2.0 * n**3 / seconds / 1e9
+    return out
+
+
+def _element_cases(size: int) -> list[tuple[str, tuple[int, ...], str, Any]]:
+    """(name, shape, op, dim) per elementwise case."""
+    side = round(size**0.5)
+    return [
+        ("map relu", (size,), "relu", None),
+        ("map exp", (size,), "exp", None),
+        ("zip mul", (size,), "mul", None),
+        ("sum dim 0", (side, size // side), "sum", 0),
+        ("sum dim 1", (side, size // side), "sum", 1),
+        ("sum all", (size,), "sum", 0),
+    ]
+
+
+def work_elementwise(kind: str, sizes: Sequence[int], repeats: int) -> dict[str, float]:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out: dict[str, float] = {}
+    for size in sizes:
+        for name, shape, op, dim in _element_cases(size):
+            x = rng.random(shape) - 0.5
+            y = rng.random(shape)
+            if kind == "numpy":
+                fns: dict[str, Callable[[], Any]] = {
+                    "relu": lambda: np.maximum(x, 0.0),  # noqa: B023
+                    "exp": lambda: np.exp(x),  # noqa: B023
+                    "mul": lambda: x * y,  # noqa: B023
+                    "sum": lambda: x.sum(axis=dim),  # noqa: B023
+                }
+            else:
+                from module2.fast_ops import FastBackend as F
+
+                tx, ty = _fast_tensor(x), _fast_tensor(y)
+                fns = {
+                    "relu": lambda: F.relu_map(tx),  # noqa: B023
+                    "exp": lambda: F.exp_map(tx),  # noqa: B023
+                    "mul": lambda: F.mul_zip(tx, ty),  # noqa: B023
+                    "sum": lambda: F.add_reduce(tx, dim),  # noqa: B023
+                }
+            out[f"{name} {size:.0e}"] = median_time(fns[op], repeats)
+    return out
+
+
+def work_train(kind: str, repeats: int) -> dict[str, float]:
+    import numpy as np
+
+    from module0.datasets import load_dataset
+
+    data = load_dataset("split", 50, 0)
+    X = np.array(data.X, dtype=np.float64)
+    y = np.array(data.y, dtype=np.float64).reshape(-1, 1)
+    hidden = 100
+    if kind == "torch":
+        import torch
+
+        torch.set_num_threads(os.cpu_count() or 1)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(2, hidden), torch.nn.ReLU(),
+            torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+            torch.nn.Linear(hidden, 1),
+        ).double()  # fmt: skip
+        opt = torch.optim.Adam(model.parameters(), lr=0.1)
+        tX, ty = torch.from_numpy(X), torch.from_numpy(y)
+        loss_fn = torch.nn.BCEWithLogitsLoss()
+
+        def step() -> None:
+            opt.zero_grad()
+            loss = loss_fn(model(tX), ty)
+            loss.backward()
+            opt.step()
+
+    else:
+        from project.train import TENSOR_BACKENDS, Config, TensorTrainer, make_optimizer
+
+        config = Config(backend=kind, dataset="split", hidden=hidden)
+        trainer = TensorTrainer(config, data, TENSOR_BACKENDS[kind])
+        optimizer = make_optimizer(config, trainer.model)
+
+        def step() -> None:
+            trainer.epoch(optimizer)
+
+    return {"epoch": median_time(step, repeats if kind != "simple" else 2)}
+
+
+STARTUP_SCRIPT = """
+import time
+start = time.perf_counter()
+import numpy as np
+import module2 as mt
+x = mt.rand(64, 64, backend=mt.FastBackend)
+times = {"import": time.perf_counter() - start}
+for name, fn in [("map", lambda: x.relu()), ("zip", lambda: x * x),
+                 ("reduce", lambda: x.sum(0)), ("matmul", lambda: x @ x)]:
+    t = time.perf_counter(); fn(); times[name] = time.perf_counter() - t
+times["total"] = time.perf_counter() - start
+print("RESULT=" + __import__("json").dumps(times))
+"""
+
+
+def work_startup() -> dict[str, dict[str, float]]:
+    """Cold and warm start-up, each in a fresh interpreter with its own cache folder."""
+    out = {}
+    folder = tempfile.mkdtemp(prefix="bench_fast_cache_")
+    try:
+        env = {**os.environ, "NUMBA_CACHE_DIR": folder}
+        for label in ("cold", "warm"):
+            proc = subprocess.run(
+                [sys.executable, "-c", STARTUP_SCRIPT], env=env, capture_output=True, text=True
+            )
+            line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT="))
+            out[label] = json.loads(line.removeprefix("RESULT="))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+# ## The parent: run each worker in its own process, then print tables
+
+
+def run_worker(args: list[str], env: dict[str, str] | None = None) -> Any:
+    cmd = [sys.executable, "-m", "project.bench_fast", "--worker", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT="):
+            return json.loads(line.removeprefix("RESULT="))
+    sys.stderr.write(f"worker {' '.join(args)} failed:\n{proc.stderr[-2000:]}\n")
+    return None
+
+
+def torch_available() -> bool:
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
+    return subprocess.run([sys.executable, "-c", probe]).returncode == 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="only the smaller sizes")
+    ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    ns = ap.parse_args(argv)
+    if ns.worker:
+        return worker_main(ns.worker, ns.repeats)
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    sections = [s.strip() for s in ns.only.split(",") if s.strip()]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
+    rep = str(ns.repeats)
+    m_sizes = MATMUL_SIZES[:3] if ns.quick else MATMUL_SIZES
+    e_sizes = ELEMENT_SIZES[:1] if ns.quick else ELEMENT_SIZES
+    console.print(f"[bold]bench_fast[/]: median of {rep} runs after a warm-up, float64, "
+                  f"{os.cpu_count()} CPUs; each library in its own process")  # fmt: skip
+
+    if "matmul" in sections:
+        sizes = ",".join(map(str, m_sizes))
+        res = {
+            "2.2": run_worker(["matmul", "2.2", sizes, rep]),
+            "2.3": run_worker(["matmul", "2.3", sizes, rep]),
+            "numpy": run_worker(["matmul", "numpy", sizes, rep]),
+            "numpy SkylakeX": run_worker(
+                ["matmul", "numpy", sizes, rep], {"OPENBLAS_CORETYPE": "SkylakeX"}
+            ),
+        }
+        table = Table(title="matmul, GFLOP/s (2 n^3 / time)")
+        for col in ("n", *res, "2.3 / numpy", "2.3 / SkylakeX"):
+            table.add_column(col, justify="right")
+        for n in map(str, m_sizes):
+            row = [n] + [f"{r[n]:.1f}" if r else "-" for r in res.values()]
+            for ref in ("numpy", "numpy SkylakeX"):
+                ok = res["2.3"] and res[ref]
+                row.append(f"{res['2.3'][n] / res[ref][n]:.2f}x" if ok else "-")
+            table.add_row(*row)
+        console.print(table)
+
+    if "elementwise" in sections:
+        sizes = ",".join(map(str, e_sizes))
+        fast = run_worker(["elementwise", "fast", sizes, rep])
+        numpy = run_worker(["elementwise", "numpy", sizes, rep])
+        table = Table(title="map / zip / reduce, milliseconds (ratio > 1: fast backend wins)")
+        for col in ("case", "fast", "numpy", "numpy / fast"):
+            table.add_column(col, justify="right")
+        for key in fast or {}:
+            ours, theirs = fast[key], (numpy or {}).get(key)
+            table.add_row(key, f"{ours * 1e3:.2f}", f"{theirs * 1e3:.2f}" if theirs else "-",
+                          f"{theirs / ours:.2f}x" if theirs else "-")  # fmt: skip
+        console.print(table)
+
+    if "train" in sections:
+        res = {kind: run_worker(["train", kind, rep]) for kind in ("fast", "simple")}
+        if torch_available():
+            res["torch"] = run_worker(["train", "torch", rep])
+        table = Table(title="one epoch: split, 2-100-100-1 MLP, 50 points, Adam")
+        for col in ("backend", "ms per epoch", "vs fast"):
+            table.add_column(col, justify="right")
+        fast_ms = res["fast"]["epoch"] * 1e3 if res["fast"] else None
+        for kind, r in res.items():
+            if r is None:
+                continue
+            ms = r["epoch"] * 1e3
+            table.add_row(kind, f"{ms:.2f}", f"{ms / fast_ms:.2f}x" if fast_ms else "-")
+        console.print(table)
+        if "torch" not in res:
+            console.print("PyTorch is not installed: no PyTorch comparison.")
+
+    if "startup" in sections:
+        res = run_worker(["startup"])
+        if res:
+            table = Table(title="import + first op in a fresh process, seconds")
+            for col in ("cache", *res["cold"]):
+                table.add_column(col, justify="right")
+            for label, r in res.items():
+                table.add_row(label, *(f"{v:.2f}" for v in r.values()))
+            console.print(table)
+    return 0
+
+
+def worker_main(args: list[str], repeats: int) -> int:
+    kind = args[0]
+    if kind == "matmul":
+        result: Any = work_matmul(args[1], [int(s) for s in args[2].split(",")], int(args[3]))
+    elif kind == "elementwise":
+        result = work_elementwise(args[1], [int(s) for s in args[2].split(",")], int(args[3]))
+    elif kind == "train":
+        result = work_train(args[1], int(args[2]))
+    elif kind == "startup":
+        result = work_startup()
+    else:
+        raise SystemExit(f"unknown worker {kind}")
+    print("RESULT=" + json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
