@@ -303,10 +303,7 @@ class SimpleOps(TensorOps):
         kernel = tensor_map(fn)
 
         def apply(a: Tensor, out: Tensor | None = None) -> Tensor:
-            if out is None:
-                out = a.zeros(a.shape)
-            elif shape_broadcast(a.shape, out.shape) != out.shape:
-                raise ShapeError(f"map: input of shape {a.shape} does not fit out {out.shape}")
+            out = map_output(a, out)
             kernel(*out.tuple_arrays(), *a.tuple_arrays())
             return out
 
@@ -317,8 +314,7 @@ class SimpleOps(TensorOps):
         kernel = tensor_zip(fn)
 
         def apply(a: Tensor, b: Tensor) -> Tensor:
-            shape = a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape)
-            out = a.zeros(shape)
+            out = zip_output(a, b)
             kernel(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
             return out
 
@@ -329,10 +325,7 @@ class SimpleOps(TensorOps):
         kernel = tensor_reduce(fn)
 
         def apply(a: Tensor, dim: int) -> Tensor:
-            shape = list(a.shape)
-            shape[dim] = 1
-            out = a.zeros(tuple(shape))
-            out.fill_(start)
+            out = reduce_output(a, dim, start)
             kernel(*out.tuple_arrays(), *a.tuple_arrays(), dim)
             return out
 
@@ -343,6 +336,27 @@ class SimpleOps(TensorOps):
         out = a.zeros(matmul_shape(a.shape, b.shape))
         tensor_matrix_multiply(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
         return out
+
+
+def map_output(a: Tensor, out: Tensor | None) -> Tensor:
+    """``out`` checked to hold ``a`` broadcast, or a new tensor of ``a``'s shape."""
+    if out is None:
+        return a.zeros(a.shape)
+    if shape_broadcast(a.shape, out.shape) != out.shape:
+        raise ShapeError(f"map: input of shape {a.shape} does not fit out {out.shape}")
+    return out
+
+
+def zip_output(a: Tensor, b: Tensor) -> Tensor:
+    """A new tensor of the shape ``a`` and ``b`` broadcast to."""
+    return a.zeros(a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape))
+
+
+def reduce_output(a: Tensor, dim: int, start: float) -> Tensor:
+    """A new tensor of ``a``'s shape with size 1 in ``dim``, filled with ``start``."""
+    shape = list(a.shape)
+    shape[dim] = 1
+    return a.zeros(tuple(shape)).fill_(start)
 
 
 def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[int, ...]:

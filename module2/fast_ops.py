@@ -32,16 +32,19 @@ from numba import njit, prange
 
 from module0 import operators
 from module1 import tensor_data
-from module1.tensor_data import Shape, ShapeError, Storage, Strides, shape_broadcast
+from module1.tensor_data import Shape, Storage, Strides
 from module1.tensor_ops import (
     MapProto,
     TensorBackend,
     TensorOps,
     is_close_float,
+    map_output,
     matmul_shape,
+    reduce_output,
     tensor_map,
     tensor_reduce,
     tensor_zip,
+    zip_output,
 )
 from module2 import cache
 
@@ -252,19 +255,22 @@ def tensor_reduce_kernel(
     n = a_shape[reduce_dim]
     step = a_strides[reduce_dim]
     parts = max(1, min(parts, n))
-    partial = np.empty(size * parts, np.float64)
-    for job in prange(size * parts):
-        i, part = job // parts, job % parts
+    jobs = size * parts
+    per_chunk = max(1, min(CHUNK, jobs // 64))  # few long jobs: one per iteration
+    partial = np.empty(jobs, np.float64)
+    for chunk in prange((jobs + per_chunk - 1) // per_chunk):
         index = np.empty(len(out_shape), np.int32)
-        to_index(i, out_shape, index)
-        start = part * n // parts
-        stop = (part + 1) * n // parts
-        position = index_to_position(index, a_strides) + start * step
-        acc = a_storage[position]
-        for _ in range(start + 1, stop):
-            position += step
-            acc = binary(op, acc, a_storage[position])
-        partial[job] = acc
+        for job in range(chunk * per_chunk, min(jobs, (chunk + 1) * per_chunk)):
+            i, part = job // parts, job % parts
+            to_index(i, out_shape, index)
+            start = part * n // parts
+            stop = (part + 1) * n // parts
+            position = index_to_position(index, a_strides) + start * step
+            acc = a_storage[position]
+            for _ in range(start + 1, stop):
+                position += step
+                acc = binary(op, acc, a_storage[position])
+            partial[job] = acc
     for chunk in prange((size + CHUNK - 1) // CHUNK):
         index = np.empty(len(out_shape), np.int32)
         for i in range(chunk * CHUNK, min(size, (chunk + 1) * CHUNK)):
@@ -337,10 +343,6 @@ PACKED_MIN_MULTIPLY_ADDS = 64**3
 task 2.2's."""
 
 
-def _arrays(t: Tensor) -> tuple[Storage, Shape, Strides]:
-    return t.tuple_arrays()
-
-
 def compile_stage1(kernel: Callable[..., None]) -> Any:
     """Compile one of stage 1's kernel closures (uncached): the same code over a
     namespace in which its index functions are the compiled ones. The fallback for a
@@ -365,14 +367,11 @@ class FastOps(TensorOps):
             fallback = compile_stage1(tensor_map(njit(fn)))
 
         def apply(a: Tensor, out: Tensor | None = None) -> Tensor:
-            if out is None:
-                out = a.zeros(a.shape)
-            elif shape_broadcast(a.shape, out.shape) != out.shape:
-                raise ShapeError(f"map: input of shape {a.shape} does not fit out {out.shape}")
+            out = map_output(a, out)
             if op is None:
-                fallback(*_arrays(out), *_arrays(a))
+                fallback(*out.tuple_arrays(), *a.tuple_arrays())
             else:
-                tensor_map_kernel(op, *_arrays(out), *_arrays(a))
+                tensor_map_kernel(op, *out.tuple_arrays(), *a.tuple_arrays())
             return out
 
         return apply
@@ -384,12 +383,11 @@ class FastOps(TensorOps):
             fallback = compile_stage1(tensor_zip(njit(fn)))
 
         def apply(a: Tensor, b: Tensor) -> Tensor:
-            shape = a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape)
-            out = a.zeros(shape)
+            out = zip_output(a, b)
             if op is None:
-                fallback(*_arrays(out), *_arrays(a), *_arrays(b))
+                fallback(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
             else:
-                tensor_zip_kernel(op, *_arrays(out), *_arrays(a), *_arrays(b))
+                tensor_zip_kernel(op, *out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
             return out
 
         return apply
@@ -403,17 +401,14 @@ class FastOps(TensorOps):
             fallback = compile_stage1(tensor_reduce(njit(fn)))
 
         def apply(a: Tensor, dim: int) -> Tensor:
-            shape = list(a.shape)
-            shape[dim] = 1
-            out = a.zeros(tuple(shape))
-            out.fill_(start)
+            out = reduce_output(a, dim, start)
             if op is None:
-                fallback(*_arrays(out), *_arrays(a), dim)
+                fallback(*out.tuple_arrays(), *a.tuple_arrays(), dim)
             elif a.shape[dim] > 0:
                 # Few outputs and long folds: split each fold so every thread works.
                 outputs, n = out.size, a.shape[dim]
                 parts = 1 if outputs >= 64 else max(1, min(64 // outputs, n // 4096))
-                tensor_reduce_kernel(op, *_arrays(out), *_arrays(a), dim, parts)
+                tensor_reduce_kernel(op, *out.tuple_arrays(), *a.tuple_arrays(), dim, parts)
             return out
 
         return apply
@@ -427,11 +422,11 @@ class FastOps(TensorOps):
         if n * m * p >= PACKED_MIN_MULTIPLY_ADDS:
             from module2.fast_matmul import tensor_matrix_multiply_packed
 
-            tensor_matrix_multiply_packed(*_arrays(out), *_arrays(a), *_arrays(b))
+            tensor_matrix_multiply_packed(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
             return out
         if b._tensor.strides[-1] != 1 and p > 1:
             b = FastBackend.id_map(b)  # rows of b contiguous: the inner loop vectorizes
-        tensor_matrix_multiply_kernel(*_arrays(out), *_arrays(a), *_arrays(b))
+        tensor_matrix_multiply_kernel(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
         return out
 
 

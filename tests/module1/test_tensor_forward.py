@@ -31,11 +31,11 @@ from module1.tensor_ops import (
     tensor_reduce,
     tensor_zip,
 )
+from tests.layouts import broadcast_pairs, gaps, ints, layouts, make, read, strided
 from tests.strict import exact_int, exact_tensor, exact_tuple
 
 pytestmark = pytest.mark.task1_3
 
-Layout = tuple[tuple[int, ...], int]
 """How a tensor sits in its storage: the order its dimensions are stored in (the first
 one outermost) and the step between neighbouring storage slots (2 leaves a gap)."""
 
@@ -48,67 +48,6 @@ floats = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False)
 values = st.one_of(st.sampled_from([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]), floats)
 positive = st.floats(min_value=0.1, max_value=10.0)
 nonzero = st.one_of(st.floats(min_value=0.25, max_value=10.0), st.floats(-10.0, -0.25))
-
-
-def broadcast_pairs(
-    min_dims: int = 0, max_dims: int = 4, min_size: int = 1, max_size: int = 4
-) -> st.SearchStrategy[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Two shapes that broadcast: one shape, then each side replaces some sizes with 1
-    and drops some leading dimensions (so either side, or neither, is the smaller)."""
-    dims = st.lists(
-        st.tuples(st.integers(min_size, max_size), st.booleans(), st.booleans()),
-        min_size=min_dims,
-        max_size=max_dims,
-    )
-    return dims.flatmap(
-        lambda ds: st.tuples(st.integers(0, len(ds)), st.integers(0, len(ds))).map(
-            lambda cut: (
-                tuple(1 if one_a else n for n, one_a, _ in ds)[cut[0] :],
-                tuple(1 if one_b else n for n, _, one_b in ds)[cut[1] :],
-            )
-        )
-    )
-
-
-def layouts(ndim: int) -> st.SearchStrategy[Layout]:
-    return st.tuples(st.permutations(range(ndim)).map(tuple), st.sampled_from([1, 2]))
-
-
-# -- building and reading layouts with NumPy alone ----------------------------------------
-
-
-def strided(values: np.ndarray, layout: Layout) -> tuple[np.ndarray, tuple[int, ...]]:
-    """A storage holding ``values`` in ``layout`` (gaps hold nan) and its strides."""
-    order, step = layout
-    base = np.ascontiguousarray(np.transpose(values, order))
-    storage = np.full(max(base.size * step, 1), np.nan)
-    storage[::step] = base.reshape(-1)
-    base_strides = [s // 8 * step for s in base.strides]
-    strides = tuple(base_strides[int(k)] for k in np.argsort(order))
-    np.testing.assert_array_equal(read(storage, values.shape, strides), values)
-    return storage, strides
-
-
-def read(storage: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
-    view = np.lib.stride_tricks.as_strided(storage, shape, tuple(s * 8 for s in strides))
-    return np.array(view, dtype=np.float64)
-
-
-def gaps(storage: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
-    """The slots of ``storage`` that the layout does not use."""
-    used = np.zeros(storage.size, dtype=bool)
-    for index in np.ndindex(*shape):
-        used[sum(i * s for i, s in zip(index, strides, strict=True))] = True
-    return storage[~used]
-
-
-def ints(t: tuple[int, ...] | list[int]) -> np.ndarray:
-    return np.array(t, dtype=np.int32)
-
-
-def make(values: np.ndarray, layout: Layout, requires_grad: bool = False) -> Tensor:
-    storage, strides = strided(values, layout)
-    return Tensor(TensorData(storage, values.shape, strides), requires_grad=requires_grad)
 
 
 @st.composite
@@ -127,7 +66,7 @@ def tensors(
     """A tensor in a random layout (maybe requiring grad) and its values."""
     expected = draw(arrays(shape, elements))
     layout = draw(layouts(expected.ndim))
-    return make(expected, layout, draw(st.booleans())), expected
+    return make(expected, layout, requires_grad=draw(st.booleans())), expected
 
 
 def check(got: Any, expected: np.ndarray | float, what: str = "result") -> None:

@@ -1,0 +1,90 @@
+"""Shared test helpers for tensors: broadcasting shape pairs, and random strided layouts
+built and read with NumPy alone (so the oracle never runs the code under test).
+
+A *layout* is ``(order, step)``: the values are stored permuted by ``order`` (so the
+tensor is non-contiguous unless ``order`` is the identity) with ``step - 1`` unused slots,
+filled with nan, between neighbours in storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from hypothesis import strategies as st
+
+from module1.tensor import Tensor
+from module1.tensor_data import TensorData
+from module1.tensor_ops import SimpleBackend, TensorBackend
+
+Shape = tuple[int, ...]
+Layout = tuple[tuple[int, ...], int]
+
+
+def broadcast_pairs(
+    min_dims: int = 0, max_dims: int = 4, min_size: int = 1, max_size: int = 4
+) -> st.SearchStrategy[tuple[Shape, Shape]]:
+    """Two shapes that broadcast: one list of sizes, then each side replaces some sizes
+    with 1 and drops some leading dimensions (so either side, or neither, is smaller)."""
+    dims = st.lists(
+        st.tuples(st.integers(min_size, max_size), st.booleans(), st.booleans()),
+        min_size=min_dims,
+        max_size=max_dims,
+    )
+    return dims.flatmap(
+        lambda ds: st.tuples(st.integers(0, len(ds)), st.integers(0, len(ds))).map(
+            lambda cut: (
+                tuple(1 if one_a else n for n, one_a, _ in ds)[cut[0] :],
+                tuple(1 if one_b else n for n, _, one_b in ds)[cut[1] :],
+            )
+        )
+    )
+
+
+def layouts(ndim: int) -> st.SearchStrategy[Layout]:
+    """A random permutation of ``ndim`` dimensions and a step of 1 or 2."""
+    return st.tuples(st.permutations(range(ndim)).map(tuple), st.sampled_from([1, 2]))
+
+
+def read(storage: np.ndarray, shape: Shape, strides: Sequence[int]) -> np.ndarray:
+    """A copy of the values ``storage`` holds under ``shape`` and ``strides``."""
+    view = np.lib.stride_tricks.as_strided(storage, shape, tuple(s * 8 for s in strides))
+    return np.array(view, dtype=np.float64)
+
+
+def strided(values: np.ndarray, layout: Layout) -> tuple[np.ndarray, Shape]:
+    """A storage holding ``values`` in ``layout`` (gaps hold nan) and its strides."""
+    order, step = layout
+    base = np.ascontiguousarray(np.transpose(values, order))
+    storage = np.full(max(base.size * step, 1), np.nan)
+    storage[::step] = base.reshape(-1)
+    base_strides = [s // 8 * step for s in base.strides]
+    strides = tuple(base_strides[int(k)] for k in np.argsort(order))
+    np.testing.assert_array_equal(read(storage, values.shape, strides), values)
+    return storage, strides
+
+
+def gaps(storage: np.ndarray, shape: Shape, strides: Sequence[int]) -> np.ndarray:
+    """The slots of ``storage`` that the layout does not use."""
+    used = np.zeros(storage.size, dtype=bool)
+    for index in np.ndindex(*shape):
+        used[sum(i * s for i, s in zip(index, strides, strict=True))] = True
+    return storage[~used]
+
+
+def ints(t: Sequence[int]) -> np.ndarray:
+    """Sizes or strides as the int32 array the kernels take."""
+    return np.array(t, dtype=np.int32)
+
+
+def make(
+    values: np.ndarray,
+    layout: Layout,
+    backend: TensorBackend = SimpleBackend,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A tensor holding ``values`` in ``layout`` on ``backend``."""
+    storage, strides = strided(values, layout)
+    return Tensor(
+        TensorData(storage, values.shape, strides), backend=backend, requires_grad=requires_grad
+    )
