@@ -1,11 +1,11 @@
 """Stage 2: the fast CPU backend — stage 1's kernels compiled with Numba, in parallel.
 
 ``import module2 as mt`` gives the framework as of this stage: everything of stages 0
-and 1 plus ``FastOps`` and ``FastBackend`` (``mt.tensor(..., backend=mt.FastBackend)``).
+and 1 plus ``FastOps`` and ``FastTensorBackend`` (``mt.tensor(..., backend=mt.FastTensorBackend)``).
 """
 
 from module1 import *  # noqa: F403
 from module1 import __all__ as _stage1
-from module2.fast_ops import FastBackend, FastOps
+from module2.fast_ops import FastTensorBackend, FastOps
 
-__all__ = [*_stage1, "FastBackend", "FastOps"]
+__all__ = [*_stage1, "FastTensorBackend", "FastOps"]

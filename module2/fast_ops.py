@@ -2,7 +2,7 @@
 
 :class:`FastOps` implements stage 1's :class:`~module1.tensor_ops.TensorOps` protocol
 with ``numba.njit(parallel=True)`` kernels, so every Tensor operation, every Function
-and the autodiff engine run on it unchanged (``FastBackend``).
+and the autodiff engine run on it unchanged (``FastTensorBackend``).
 
 Two design points, both about Numba's on-disk cache (``cache=True``):
 
@@ -425,10 +425,10 @@ class FastOps(TensorOps):
             tensor_matrix_multiply_packed(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
             return out
         if b._tensor.strides[-1] != 1 and p > 1:
-            b = FastBackend.id_map(b)  # rows of b contiguous: the inner loop vectorizes
+            b = FastTensorBackend.id_map(b)  # rows of b contiguous: the inner loop vectorizes
         tensor_matrix_multiply_kernel(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
         return out
 
 
-FastBackend = TensorBackend(FastOps)
-"""The stage-2 backend: ``tensor(..., backend=FastBackend)``."""
+FastTensorBackend = TensorBackend(FastOps)
+"""The stage-2 backend: ``tensor(..., backend=FastTensorBackend)``."""

@@ -55,9 +55,9 @@ def median_time(fn: Callable[[], Any], repeats: int) -> float:
 
 def _fast_tensor(array: Any) -> Any:
     from module1.tensor import from_numpy
-    from module2.fast_ops import FastBackend
+    from module2.fast_ops import FastTensorBackend
 
-    return from_numpy(array, FastBackend)
+    return from_numpy(array, FastTensorBackend)
 
 
 def work_matmul(kind: str, sizes: Sequence[int], repeats: int) -> dict[str, float]:
@@ -116,7 +116,7 @@ def work_elementwise(kind: str, sizes: Sequence[int], repeats: int) -> dict[str,
                     "sum": lambda: x.sum(axis=dim),  # noqa: B023
                 }
             else:
-                from module2.fast_ops import FastBackend as F
+                from module2.fast_ops import FastTensorBackend as F
 
                 tx, ty = _fast_tensor(x), _fast_tensor(y)
                 fns = {
@@ -175,7 +175,7 @@ import time
 start = time.perf_counter()
 import numpy as np
 import module2 as mt
-x = mt.rand(64, 64, backend=mt.FastBackend)
+x = mt.rand(64, 64, backend=mt.FastTensorBackend)
 times = {"import": time.perf_counter() - start}
 for name, fn in [("map", lambda: x.relu()), ("zip", lambda: x * x),
                  ("reduce", lambda: x.sum(0)), ("matmul", lambda: x @ x)]:

@@ -34,11 +34,11 @@ from module0.scalar_nn import ScalarNetwork
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_nn import MLP, binary_cross_entropy_with_logits
 from module1.tensor_ops import SimpleBackend, TensorBackend
-from module2.fast_ops import FastBackend
+from module2.fast_ops import FastTensorBackend
 from project import train_scalar
 from project.plots import plot_classifier
 
-TENSOR_BACKENDS: dict[str, TensorBackend] = {"simple": SimpleBackend, "fast": FastBackend}
+TENSOR_BACKENDS: dict[str, TensorBackend] = {"simple": SimpleBackend, "fast": FastTensorBackend}
 """Tensor backends by command-line name (later stages add theirs)."""
 BACKENDS = ("scalar", *TENSOR_BACKENDS)
 

@@ -20,9 +20,9 @@ from tests.strict import exact_tensor  # noqa: E402
 
 BACKENDS: list[TensorBackend] = [SimpleBackend]
 try:
-    from module2.fast_ops import FastBackend
+    from module2.fast_ops import FastTensorBackend
 
-    BACKENDS.append(FastBackend)
+    BACKENDS.append(FastTensorBackend)
 except ImportError:  # stage 2 not in this checkout
     pass
 

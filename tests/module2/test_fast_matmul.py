@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from module1.tensor import Tensor, from_numpy
 from module2.fast_matmul import KC, MC, MR, NR, gemm, micro_kernel, tensor_matrix_multiply_packed
-from module2.fast_ops import FastBackend
+from module2.fast_ops import FastTensorBackend
 from tests.strict import exact_tensor
 
 pytestmark = pytest.mark.task2_3
 
 
 def fast(array: np.ndarray) -> Tensor:
-    return from_numpy(array, FastBackend)
+    return from_numpy(array, FastTensorBackend)
 
 
 def stored_transposed(array: np.ndarray) -> Tensor:

@@ -3,7 +3,7 @@
 Task 2.1 (``tensor_map_kernel``, ``tensor_zip_kernel``, ``tensor_reduce_kernel``) and
 task 2.2 (``tensor_matrix_multiply_kernel``) are checked two ways:
 
-* **through the Tensor API** on ``FastBackend``: every stage-1 operation, forward and
+* **through the Tensor API** on ``FastTensorBackend``: every stage-1 operation, forward and
   backward. The forward values are compared with NumPy; the forward values and the
   gradients of ``(f(x) * w).sum()`` (``w`` a random constant) with the same computation
   on stage 1's ``SimpleBackend``, the pure-Python reference;
@@ -54,7 +54,7 @@ from module2.fast_ops import (
     OP_RELU_BACK,
     OP_SIGMOID,
     OP_TANH,
-    FastBackend,
+    FastTensorBackend,
     FastOps,
     tensor_map_kernel,
     tensor_matrix_multiply_kernel,
@@ -116,7 +116,7 @@ def compare_backends(
     """``f`` of leaves holding ``xs`` in ``layouts_`` on the fast backend: its values
     against ``oracle(*xs)`` (if given) and against ``f`` on the simple backend, then the
     gradients of ``(f(...) * w).sum()`` on both backends."""
-    fast = [make(x, lay, FastBackend, True) for x, lay in zip(xs, layouts_, strict=True)]
+    fast = [make(x, lay, FastTensorBackend, True) for x, lay in zip(xs, layouts_, strict=True)]
     simple = [make(x, lay, SimpleBackend, True) for x, lay in zip(xs, layouts_, strict=True)]
     out_fast = f(*fast)
     out_simple = f(*simple)
@@ -126,7 +126,7 @@ def compare_backends(
         check(out_fast, np_want, "fast backend result vs NumPy")
     check(out_fast, want, "fast backend result vs simple backend")
     w = np.random.default_rng(seed).normal(size=want.shape).reshape(want.shape)
-    (out_fast * from_numpy(w, backend=FastBackend)).sum().backward()
+    (out_fast * from_numpy(w, backend=FastTensorBackend)).sum().backward()
     (out_simple * from_numpy(w)).sum().backward()
     for i, (a, b, x) in enumerate(zip(fast, simple, xs, strict=True)):
         grad_simple = exact_tensor(b.grad, f"simple input {i}.grad")
@@ -495,7 +495,7 @@ def test_reduce_kernel_examples() -> None:
 def test_big_reductions_match_numpy() -> None:
     """One output over 200 000 entries (the backend splits the fold), and a few outputs
     over long dimensions, contiguous and strided."""
-    x = rand(200_000, backend=FastBackend, seed=3)
+    x = rand(200_000, backend=FastTensorBackend, seed=3)
     v = check(x, np.random.default_rng(3).random(200_000), "rand(200_000)")
     check(x.sum(), np.sum(v), "sum()")
     check(x.mean(), np.mean(v), "mean()")
@@ -506,10 +506,10 @@ def test_big_reductions_match_numpy() -> None:
     check(x.view(50_000, 4).sum(0), m.sum(0), "view(50_000, 4).sum(0)")
     check(x.view(50_000, 4).permute(1, 0).sum(1), m.sum(0), "permuted sum(1)")
     check(x.view(50_000, 4).max(0), m.max(0), "view(50_000, 4).max(0)")
-    y = rand(3, 70_000, backend=FastBackend, seed=4, requires_grad=True)
+    y = rand(3, 70_000, backend=FastTensorBackend, seed=4, requires_grad=True)
     w = np.random.default_rng(4).random((3, 70_000))
     check(y.sum(1, keepdim=True), w.sum(1, keepdims=True), "rand(3, 70_000).sum(1)")
-    (y.sum(1) * from_numpy(np.array([1.0, 2.0, 3.0]), backend=FastBackend)).sum().backward()
+    (y.sum(1) * from_numpy(np.array([1.0, 2.0, 3.0]), backend=FastTensorBackend)).sum().backward()
     check(y.grad, np.repeat([[1.0], [2.0], [3.0]], 70_000, axis=1), "y.grad")
 
 
@@ -518,18 +518,18 @@ def test_a_float_function_outside_the_table_still_works() -> None:
     """``FastOps.map`` of a function it has no op code for compiles a fallback; its
     result equals the same computation on the backend's own kernels, and NumPy's."""
     x = np.linspace(-2.0, 2.0, 24).reshape(2, 3, 4)
-    t = make(x, ((2, 0, 1), 2), FastBackend)
+    t = make(x, ((2, 0, 1), 2), FastTensorBackend)
     triple = FastOps.map(lambda v: v * 3.0 + 1.0)
     check(triple(t), x * 3.0 + 1.0, "fallback map")
     check(t * 3.0 + 1.0, x * 3.0 + 1.0, "t * 3.0 + 1.0 with the table's kernels")
-    out = from_numpy(np.zeros((5, 2, 3, 4)), backend=FastBackend)
+    out = from_numpy(np.zeros((5, 2, 3, 4)), backend=FastTensorBackend)
     result = triple(t, out)
     assert result is out
     check(out, np.broadcast_to(x * 3.0 + 1.0, (5, 2, 3, 4)), "fallback map into out")
-    assert FastBackend.id_map(t, out) is out
+    assert FastTensorBackend.id_map(t, out) is out
     check(out, np.broadcast_to(x, (5, 2, 3, 4)), "the table's id map into out")
     add_half = FastOps.zip(lambda u, v: u + 0.5 * v)
-    row = from_numpy(np.array([1.0, -2.0, 4.0, 8.0]), backend=FastBackend)
+    row = from_numpy(np.array([1.0, -2.0, 4.0, 8.0]), backend=FastTensorBackend)
     check(add_half(t, row), x + 0.5 * np.array([1.0, -2.0, 4.0, 8.0]), "fallback zip")
     check(t, x, "the input after the maps")
 
@@ -656,18 +656,18 @@ def test_matmul_kernel_into_a_transposed_output() -> None:
 def test_larger_matmul_matches_numpy() -> None:
     rng = np.random.default_rng(7)
     av, bv = rng.normal(size=(64, 48)), rng.normal(size=(48, 80))
-    a = from_numpy(av, backend=FastBackend, requires_grad=True)
-    b = from_numpy(bv, backend=FastBackend, requires_grad=True)
+    a = from_numpy(av, backend=FastTensorBackend, requires_grad=True)
+    b = from_numpy(bv, backend=FastTensorBackend, requires_grad=True)
     out = a @ b
     check(out, av @ bv, "(64, 48) @ (48, 80)")
     w = rng.normal(size=(64, 80))
-    (out * from_numpy(w, backend=FastBackend)).sum().backward()
+    (out * from_numpy(w, backend=FastTensorBackend)).sum().backward()
     check(a.grad, w @ bv.T, "a.grad")
     check(b.grad, av.T @ w, "b.grad")
     # Stored transposed, and with batch dimensions broadcast on both sides.
-    at = from_numpy(av.T.copy(), backend=FastBackend).transpose()
-    bt = from_numpy(bv.T.copy(), backend=FastBackend).transpose()
+    at = from_numpy(av.T.copy(), backend=FastTensorBackend).transpose()
+    bt = from_numpy(bv.T.copy(), backend=FastTensorBackend).transpose()
     check(at @ bt, av @ bv, "transposed operands")
     ab, bb = rng.normal(size=(3, 1, 64, 48)), rng.normal(size=(2, 48, 80))
-    batched = from_numpy(ab, backend=FastBackend) @ from_numpy(bb, backend=FastBackend)
+    batched = from_numpy(ab, backend=FastTensorBackend) @ from_numpy(bb, backend=FastTensorBackend)
     check(batched, ab @ bb, "(3, 1, 64, 48) @ (2, 48, 80)")
