@@ -6,6 +6,6 @@ and 1 plus ``FastOps`` and ``FastTensorBackend`` (``mt.tensor(..., backend=mt.Fa
 
 from module1 import *  # noqa: F403
 from module1 import __all__ as _stage1
-from module2.fast_ops import FastTensorBackend, FastOps
+from module2.fast_ops import FastOps, FastTensorBackend
 
 __all__ = [*_stage1, "FastTensorBackend", "FastOps"]
