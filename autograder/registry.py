@@ -243,8 +243,13 @@ TASKS: tuple[Task, ...] = (
         points=15,
         files=("module2/fast_ops.py",),
         functions=(
+            "module2.fast_ops:map_chunk",
             "module2.fast_ops:tensor_map_kernel",
+            "module2.fast_ops:zip_chunk",
             "module2.fast_ops:tensor_zip_kernel",
+            "module2.fast_ops:fold_rows",
+            "module2.fast_ops:fold_part",
+            "module2.fast_ops:combine",
             "module2.fast_ops:tensor_reduce_kernel",
         ),
     ),
@@ -261,6 +266,13 @@ TASKS: tuple[Task, ...] = (
         points=10,
         files=("module2/fast_matmul.py",),
         functions=("module2.fast_matmul:micro_kernel", "module2.fast_matmul:gemm"),
+    ),
+    Task(
+        id="2.4",
+        title="Training on the fast backend",
+        points=10,
+        files=("module2/fast_optim.py",),
+        functions=("module2.fast_optim:adam_update", "module2.fast_optim:sgd_update"),
     ),
 )
 

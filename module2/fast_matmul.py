@@ -1,23 +1,30 @@
-"""Task 2.3: a matrix multiply that competes with BLAS — packing and register tiling.
+"""Task 2.3: a matrix multiply that competes with BLAS — packing and register blocking.
 
-Task 2.2's i-k-j loop streams a row of ``b`` through the cache for every ``a[i, k]``: it
-does two memory reads per multiply-add, and memory, not arithmetic, sets its speed.
-This kernel follows the structure of high-performance BLAS (Goto and van de Geijn;
-BLIS):
+Task 2.2's i-k-j loop streams a row of ``b`` through the cache for every ``a[i, k]``
+and loads and stores the output row for every multiply-add: memory, not arithmetic,
+sets its speed. This kernel follows the structure of high-performance BLAS (Goto and
+van de Geijn; BLIS), shaped for what Numba's compiler does well:
 
-* **Blocking.** ``k`` is cut into blocks of ``KC`` and the rows of ``a`` into blocks of
-  ``MC``, so one block of ``a`` (``MC x KC``, 256 KiB) and one panel of ``b``
-  (``KC x NR``, 32 KiB) stay in the caches while they are reused.
-* **Packing.** Each block is copied once into a contiguous buffer, in exactly the order
-  the micro-kernel reads it: ``a`` in panels of ``MR`` rows (column by column), ``b`` in
-  panels of ``NR`` columns (row by row). Any strides, any transposition, are paid once
-  here, and panels past the edge are padded with zeros so the micro-kernel never
+* **Blocking.** ``k`` is cut into blocks of ``KC`` and the columns of ``b`` into blocks
+  of ``NC``, so the rows a thread is working on (``4 x KC``, 8 KiB) stay in the L1
+  cache and the block of ``b`` (``NC x KC``, 128 KiB) in L2 while they are reused.
+* **Packing.** Each block is copied once into a contiguous buffer: rows of ``a`` as
+  they are, columns of ``b`` as rows (``b`` transposed). Any strides, any transposition,
+  are paid once here, and every inner loop then reads memory with stride 1. Row and
+  column counts are padded to a multiple of 4 with zeros, so the micro-kernel never
   branches on the matrix size.
-* **Register tiling.** The micro-kernel keeps an ``MR x NR`` (8 x 16) tile of the output
-  in registers and, for each ``p``, adds the outer product of ``MR`` values of ``a`` and
-  ``NR`` values of ``b``: 128 multiply-adds for 24 loads. The tile is a small local
-  array with constant bounds, which LLVM keeps in vector registers after unrolling;
-  ``fastmath={"contract"}`` lets it fuse multiply and add (FMA).
+* **Register blocking.** The micro-kernel computes a ``4 x 4`` block of the output as
+  16 dot products over the packed rows at once: each step loads 4 values of ``a`` and
+  4 of ``b`` and does 16 multiply-adds, so 8 loads feed 16 FMAs, and the 16 running
+  sums are loop-carried scalars. LLVM vectorizes that loop along ``k`` (8 steps per
+  AVX-512 instruction) and keeps all 16 sums in vector registers for the whole block:
+  no load or store of the output inside the loop. ``fastmath`` lets it reorder the
+  sums and fuse multiply and add (FMA).
+
+Writing the kernel this way is what Numba needs: it compiles a plain Python loop well,
+but it will not keep a small local array (``tile = np.zeros((8, 16))``) in registers,
+and its loop vectorizer needs plain ``range`` indices (``x[i]``, not ``x[base + i]``)
+to prove an access contiguous.
 """
 
 from __future__ import annotations
@@ -28,47 +35,62 @@ from numba import njit, prange
 from module1.tensor_data import Shape, Storage, Strides
 from module2.fast_ops import broadcast_index, index_to_position, size_of, to_index
 
-MR = 8
-"""Rows of the register tile."""
-NR = 16
-"""Columns of the register tile (two AVX-512 vectors of float64, four AVX2 ones)."""
+MR = NR = 4
+"""The micro-kernel's output block: ``MR x NR`` dot products at once (written out in its
+code: 16 running sums, 8 loads per step, within the 32 vector registers of AVX-512)."""
 KC = 256
-"""Depth of a packed block: ``KC x NR`` floats of ``b`` (32 KiB) fit in the L1 cache."""
-MC = 128
-"""Rows of ``a`` per packed block (``MC x KC`` floats, 256 KiB, for the L2 cache)."""
+"""Depth of a packed block: 8 rows of ``KC`` floats (16 KiB) fit in the L1 cache."""
+NC = 64
+"""Columns of ``b`` per block of the parallel loop (``NC x KC`` floats, 128 KiB: L2)."""
+
+FASTMATH = {"contract", "reassoc"}
+"""Fuse multiply-adds and regroup the sums (which vectorizes the dot products)."""
 
 
 # ## Task 2.3: the micro-kernel and the blocked, packed product
 
 
-@njit(inline="always", fastmath={"contract"})
+@njit(inline="always", fastmath=FASTMATH)
 def micro_kernel(
-    kc: int,
-    a_pack: Storage, a_offset: int,
-    b_pack: Storage, b_offset: int,
-    out: Storage, o_offset: int, o_row: int, o_col: int,
-    mr: int, nr: int,
+    a_pack: Storage, i: int, bt_pack: Storage, j: int, kc: int,
+    out: Storage, o_offset: int, o_row: int, o_col: int, mr: int, nr: int,
 ) -> None:  # fmt: skip
-    """``out[:mr, :nr] += A_panel @ B_panel`` for one ``MR x kc`` panel of packed ``a``
-    (column ``p`` at ``a_offset + p * MR``) and one ``kc x NR`` panel of packed ``b``
-    (row ``p`` at ``b_offset + p * NR``), accumulating an ``MR x NR`` tile in registers.
-    Only the first ``mr`` rows and ``nr`` columns are written (the edge of the matrix)."""
+    """``out[:mr, :nr] += a_pack[i:i+4, :kc] @ bt_pack[j:j+4, :kc].T`` for packed 2-D
+    ``a_pack`` (rows of ``a``) and ``bt_pack`` (columns of ``b``): element ``(r, q)``
+    of the output block is at ``o_offset + r * o_row + q * o_col``. Only the first
+    ``mr`` rows and ``nr`` columns are written (the edge of the matrix)."""
     # BEGIN SOLUTION 2.3
-    tile = np.zeros((MR, NR))
+    a0, a1, a2, a3 = a_pack[i], a_pack[i + 1], a_pack[i + 2], a_pack[i + 3]
+    b0, b1, b2, b3 = bt_pack[j], bt_pack[j + 1], bt_pack[j + 2], bt_pack[j + 3]
+    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
+    s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
     for p in range(kc):
-        a_p = a_offset + p * MR
-        b_p = b_offset + p * NR
-        for i in range(MR):
-            a_value = a_pack[a_p + i]
-            for j in range(NR):
-                tile[i, j] += a_value * b_pack[b_p + j]
-    for i in range(mr):
-        for j in range(nr):
-            out[o_offset + i * o_row + j * o_col] += tile[i, j]
+        x0, x1, x2, x3 = a0[p], a1[p], a2[p], a3[p]
+        y0, y1, y2, y3 = b0[p], b1[p], b2[p], b3[p]
+        s00 += x0 * y0
+        s01 += x0 * y1
+        s02 += x0 * y2
+        s03 += x0 * y3
+        s10 += x1 * y0
+        s11 += x1 * y1
+        s12 += x1 * y2
+        s13 += x1 * y3
+        s20 += x2 * y0
+        s21 += x2 * y1
+        s22 += x2 * y2
+        s23 += x2 * y3
+        s30 += x3 * y0
+        s31 += x3 * y1
+        s32 += x3 * y2
+        s33 += x3 * y3
+    block = (s00, s01, s02, s03, s10, s11, s12, s13, s20, s21, s22, s23, s30, s31, s32, s33)
+    for r in range(mr):
+        for q in range(nr):
+            out[o_offset + r * o_row + q * o_col] += block[4 * r + q]
     # END SOLUTION
 
 
-@njit(parallel=True, cache=True, fastmath={"contract"})
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
 def gemm(
     out: Storage, o_base: int, o_row: int, o_col: int,
     a: Storage, a_base: int, a_row: int, a_col: int,
@@ -77,42 +99,30 @@ def gemm(
 ) -> None:  # fmt: skip
     """``out += a @ b`` for one ``(m, k) @ (k, n)`` product of strided 2-D slices:
     element ``(i, j)`` of ``out`` is at ``o_base + i * o_row + j * o_col``, and likewise
-    for ``a`` and ``b``. Parallel over blocks of ``MC`` rows."""
+    for ``a`` and ``b``. Parallel over blocks of 4 rows."""
     # BEGIN SOLUTION 2.3
-    n_panels = (n + NR - 1) // NR
-    m_blocks = (m + MC - 1) // MC
-    b_pack = np.empty(n_panels * KC * NR)
+    m4, n4 = (m + MR - 1) // MR * MR, (n + NR - 1) // NR * NR
+    a_pack = np.zeros((m4, KC))  # rows m.. stay zero: padding
+    bt_pack = np.zeros((n4, KC))
     for pc in range(0, k, KC):
         kc = min(KC, k - pc)
-        # Pack b[pc:pc+kc, :] into panels of NR columns, row by row, zero-padded.
-        for jp in prange(n_panels):
+        for i in prange(m):
+            src = a_base + i * a_row + pc * a_col
             for p in range(kc):
-                src = b_base + (pc + p) * b_row
-                dst = (jp * kc + p) * NR
-                for j in range(NR):
-                    col = jp * NR + j
-                    b_pack[dst + j] = b[src + col * b_col] if col < n else 0.0
-        for block in prange(m_blocks):
-            ic = block * MC
-            mc = min(MC, m - ic)
-            m_panels = (mc + MR - 1) // MR
-            # Pack a[ic:ic+mc, pc:pc+kc] into panels of MR rows, column by column.
-            a_pack = np.empty(m_panels * kc * MR)
-            for ip in range(m_panels):
-                for p in range(kc):
-                    src = a_base + (pc + p) * a_col
-                    dst = (ip * kc + p) * MR
-                    for i in range(MR):
-                        row = ic + ip * MR + i
-                        a_pack[dst + i] = a[src + row * a_row] if row < m else 0.0
-            for jp in range(n_panels):
-                nr = min(NR, n - jp * NR)
-                for ip in range(m_panels):
-                    mr = min(MR, mc - ip * MR)
-                    o_offset = o_base + (ic + ip * MR) * o_row + jp * NR * o_col
+                a_pack[i, p] = a[src + p * a_col]
+        for j in prange(n):
+            src = b_base + j * b_col + pc * b_row
+            for p in range(kc):
+                bt_pack[j, p] = b[src + p * b_row]
+        for jc in range(0, n4, NC):
+            for g in prange(m4 // MR):
+                i = MR * g
+                mr = min(MR, m - i)
+                for j in range(jc, min(jc + NC, n4), NR):
+                    o_offset = o_base + i * o_row + j * o_col
                     micro_kernel(
-                        kc, a_pack, ip * kc * MR, b_pack, jp * kc * NR,
-                        out, o_offset, o_row, o_col, mr, nr,
+                        a_pack, i, bt_pack, j, kc, out, o_offset, o_row, o_col,
+                        mr, min(NR, n - j),
                     )  # fmt: skip
     # END SOLUTION
 

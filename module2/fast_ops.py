@@ -11,9 +11,9 @@ Two design points, both about Numba's on-disk cache (``cache=True``):
   (numba 0.68.1 saves a new ``.nbc`` file in every process), and neither is a kernel that
   takes the float function as an argument. So the kernels take an *op code*, a small int
   naming the float function (``OP_RELU``), and :func:`unary` / :func:`binary` switch on
-  it. The loop does not re-test the op per entry in practice: LLVM hoists the
-  loop-invariant switch out of the loop ("unswitching"), which is why the fast path still
-  vectorizes. A float function outside the table still works, through an uncached
+  it. A switch inside a loop stops LLVM from vectorizing it, so the fast paths test the
+  op once and then run a plain loop for it (:func:`unary_loop`, :func:`binary_loop`,
+  :func:`fold_loop`). A float function outside the table still works, through an uncached
   compiled copy of stage 1's kernel (see :meth:`FastOps.map`).
 * **Stage 0's operators and stage 1's index functions are compiled, not rewritten**:
   :func:`jit_functions` compiles them from their own source, and the cache key includes
@@ -148,6 +148,13 @@ def binary(op: int, x: float, y: float) -> float:
 CHUNK = 1024
 """Entries one parallel iteration handles on the general (strided) path."""
 
+BLOCK = 1 << 13
+"""Entries one parallel iteration handles on the aligned fast path."""
+
+PARALLEL_MIN = 1 << 15
+"""Outputs below which a kernel runs on the calling thread: waking the thread pool costs
+more than a loop this short (a training step is mostly such small tensors)."""
+
 
 @njit(inline="always")
 def size_of(shape: Shape) -> int:
@@ -174,6 +181,107 @@ def aligned(
     return True
 
 
+# Loops over flat storage, one per common op. The op is tested once, before the loop:
+# a loop whose body switches on the op does not vectorize (LLVM does not hoist a switch
+# this large out of a loop), and a relu over 10**6 entries then runs 5x slower.
+
+
+@njit(inline="always")
+def unary_loop(op: int, out: Storage, x: Storage) -> None:
+    """``out[i] = unary(op, x[i])`` for 1-D arrays of equal length."""
+    if op == OP_RELU:
+        for i in range(len(out)):
+            out[i] = _relu(x[i])
+    elif op == OP_NEG:
+        for i in range(len(out)):
+            out[i] = _neg(x[i])
+    elif op == OP_ID:
+        for i in range(len(out)):
+            out[i] = _id(x[i])
+    elif op == OP_EXP:
+        for i in range(len(out)):
+            out[i] = _exp(x[i])
+    else:
+        for i in range(len(out)):
+            out[i] = unary(op, x[i])
+
+
+@njit(inline="always")
+def binary_loop(op: int, out: Storage, x: Storage, y: Storage) -> None:
+    """``out[i] = binary(op, x[i], y[i])`` for 1-D arrays of equal length."""
+    if op == OP_ADD:
+        for i in range(len(out)):
+            out[i] = _add(x[i], y[i])
+    elif op == OP_MUL:
+        for i in range(len(out)):
+            out[i] = _mul(x[i], y[i])
+    elif op == OP_RELU_BACK:
+        for i in range(len(out)):
+            out[i] = _relu_back(x[i], y[i])
+    elif op == OP_LT:
+        for i in range(len(out)):
+            out[i] = _lt(x[i], y[i])
+    else:
+        for i in range(len(out)):
+            out[i] = binary(op, x[i], y[i])
+
+
+@njit(inline="always")
+def fold_loop(op: int, acc: Storage, x: Storage) -> None:
+    """``acc[i] = binary(op, acc[i], x[i])`` for 1-D arrays of equal length: one step of
+    many folds side by side (each fold keeps its order)."""
+    if op == OP_ADD:
+        for i in range(len(acc)):
+            acc[i] = _add(acc[i], x[i])
+    elif op == OP_MAX:
+        for i in range(len(acc)):
+            acc[i] = _max(acc[i], x[i])
+    else:
+        for i in range(len(acc)):
+            acc[i] = binary(op, acc[i], x[i])
+
+
+@njit(inline="always")
+def map_chunk(
+    op: int,
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    in_storage: Storage, in_shape: Shape, in_strides: Strides, start: int, stop: int,
+) -> None:  # fmt: skip
+    """The general path of :func:`tensor_map_kernel` for ordinals ``start:stop``, with
+    its own index buffers."""
+    # BEGIN SOLUTION 2.1
+    out_index = np.empty(len(out_shape), np.int32)
+    in_index = np.empty(len(in_shape), np.int32)
+    for ordinal in range(start, stop):
+        to_index(ordinal, out_shape, out_index)
+        broadcast_index(out_index, out_shape, in_shape, in_index)
+        value = in_storage[index_to_position(in_index, in_strides)]
+        out[index_to_position(out_index, out_strides)] = unary(op, value)
+    # END SOLUTION
+
+
+@njit(inline="always")
+def zip_chunk(
+    op: int,
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    a_storage: Storage, a_shape: Shape, a_strides: Strides,
+    b_storage: Storage, b_shape: Shape, b_strides: Strides, start: int, stop: int,
+) -> None:  # fmt: skip
+    """The general path of :func:`tensor_zip_kernel` for ordinals ``start:stop``."""
+    # BEGIN SOLUTION 2.1
+    out_index = np.empty(len(out_shape), np.int32)
+    a_index = np.empty(len(a_shape), np.int32)
+    b_index = np.empty(len(b_shape), np.int32)
+    for ordinal in range(start, stop):
+        to_index(ordinal, out_shape, out_index)
+        broadcast_index(out_index, out_shape, a_shape, a_index)
+        broadcast_index(out_index, out_shape, b_shape, b_index)
+        a = a_storage[index_to_position(a_index, a_strides)]
+        b = b_storage[index_to_position(b_index, b_strides)]
+        out[index_to_position(out_index, out_strides)] = binary(op, a, b)
+    # END SOLUTION
+
+
 # ## Task 2.1: parallel map, zip and reduce
 
 
@@ -185,23 +293,26 @@ def tensor_map_kernel(
 ) -> None:  # fmt: skip
     """``out = unary(op, input)`` with the input broadcast to ``out_shape``; any layout.
 
-    Fast path: when the layouts are :func:`aligned`, one parallel loop over storage.
-    Otherwise each parallel iteration takes a chunk of ordinals with its own index
-    buffers (never shared between threads)."""
+    Fast path: when the layouts are :func:`aligned`, a straight loop over storage, in
+    parallel blocks. Otherwise each parallel iteration takes a chunk of ordinals with
+    its own index buffers (never shared between threads). Fewer than
+    :data:`PARALLEL_MIN` outputs run on the calling thread."""
     # BEGIN SOLUTION 2.1
     size = size_of(out_shape)
     if aligned(out, out_shape, out_strides, in_storage, in_shape, in_strides, size):
-        for i in prange(size):
-            out[i] = unary(op, in_storage[i])
+        if size < PARALLEL_MIN:
+            unary_loop(op, out, in_storage)
+            return
+        for block in prange((size + BLOCK - 1) // BLOCK):
+            lo, hi = block * BLOCK, min(size, (block + 1) * BLOCK)
+            unary_loop(op, out[lo:hi], in_storage[lo:hi])
+        return
+    if size < PARALLEL_MIN:
+        map_chunk(op, out, out_shape, out_strides, in_storage, in_shape, in_strides, 0, size)
         return
     for chunk in prange((size + CHUNK - 1) // CHUNK):
-        out_index = np.empty(len(out_shape), np.int32)
-        in_index = np.empty(len(in_shape), np.int32)
-        for ordinal in range(chunk * CHUNK, min(size, (chunk + 1) * CHUNK)):
-            to_index(ordinal, out_shape, out_index)
-            broadcast_index(out_index, out_shape, in_shape, in_index)
-            value = in_storage[index_to_position(in_index, in_strides)]
-            out[index_to_position(out_index, out_strides)] = unary(op, value)
+        lo, hi = chunk * CHUNK, min(size, (chunk + 1) * CHUNK)
+        map_chunk(op, out, out_shape, out_strides, in_storage, in_shape, in_strides, lo, hi)
     # END SOLUTION
 
 
@@ -213,26 +324,129 @@ def tensor_zip_kernel(
     b_storage: Storage, b_shape: Shape, b_strides: Strides,
 ) -> None:  # fmt: skip
     """``out = binary(op, a, b)`` with both inputs broadcast to ``out_shape``; any
-    layout, with the same fast path as :func:`tensor_map_kernel`."""
+    layout, with the same fast path and serial cut-off as :func:`tensor_map_kernel`."""
     # BEGIN SOLUTION 2.1
     size = size_of(out_shape)
     if aligned(out, out_shape, out_strides, a_storage, a_shape, a_strides, size) and aligned(
         out, out_shape, out_strides, b_storage, b_shape, b_strides, size
     ):
-        for i in prange(size):
-            out[i] = binary(op, a_storage[i], b_storage[i])
+        if size < PARALLEL_MIN:
+            binary_loop(op, out, a_storage, b_storage)
+            return
+        for block in prange((size + BLOCK - 1) // BLOCK):
+            lo, hi = block * BLOCK, min(size, (block + 1) * BLOCK)
+            binary_loop(op, out[lo:hi], a_storage[lo:hi], b_storage[lo:hi])
+        return
+    if size < PARALLEL_MIN:
+        zip_chunk(
+            op, out, out_shape, out_strides, a_storage, a_shape, a_strides,
+            b_storage, b_shape, b_strides, 0, size,
+        )  # fmt: skip
         return
     for chunk in prange((size + CHUNK - 1) // CHUNK):
-        out_index = np.empty(len(out_shape), np.int32)
-        a_index = np.empty(len(a_shape), np.int32)
-        b_index = np.empty(len(b_shape), np.int32)
-        for ordinal in range(chunk * CHUNK, min(size, (chunk + 1) * CHUNK)):
-            to_index(ordinal, out_shape, out_index)
-            broadcast_index(out_index, out_shape, a_shape, a_index)
-            broadcast_index(out_index, out_shape, b_shape, b_index)
-            a = a_storage[index_to_position(a_index, a_strides)]
-            b = b_storage[index_to_position(b_index, b_strides)]
-            out[index_to_position(out_index, out_strides)] = binary(op, a, b)
+        lo, hi = chunk * CHUNK, min(size, (chunk + 1) * CHUNK)
+        zip_chunk(
+            op, out, out_shape, out_strides, a_storage, a_shape, a_strides,
+            b_storage, b_shape, b_strides, lo, hi,
+        )  # fmt: skip
+    # END SOLUTION
+
+
+LANES = 64
+"""Interleaved partial folds in :func:`fold_contiguous`."""
+
+
+@njit(inline="always")
+def fold_contiguous(op: int, x: Storage) -> float:
+    """``binary(op, .)`` folded over the 1-D ``x`` (at least one entry), regrouped into
+    :data:`LANES` interleaved folds that are combined at the end: the same result up to
+    reassociation, and a loop that vectorizes (one running value cannot)."""
+    n = len(x)
+    acc = x[0]
+    if n < 2 * LANES:
+        for i in range(1, n):
+            acc = binary(op, acc, x[i])
+        return acc
+    lanes = x[:LANES].copy()
+    full = n // LANES * LANES
+    for lo in range(LANES, full, LANES):
+        fold_loop(op, lanes, x[lo : lo + LANES])
+    acc = lanes[0]
+    for i in range(1, LANES):
+        acc = binary(op, acc, lanes[i])
+    for i in range(full, n):
+        acc = binary(op, acc, x[i])
+    return acc
+
+
+@njit(inline="always")
+def is_contiguous(shape: Shape, strides: Strides) -> bool:
+    """True when ``strides`` are the row-major strides of ``shape``."""
+    expected = 1
+    for dim in range(len(shape) - 1, -1, -1):
+        if shape[dim] != 1 and strides[dim] != expected:
+            return False
+        expected *= shape[dim]
+    return True
+
+
+@njit(inline="always")
+def fold_rows(
+    op: int, out: Storage, a_storage: Storage, n: int, inner: int, job: int, blocks: int
+) -> None:
+    """Job ``job`` of the rows path of :func:`tensor_reduce_kernel`: one block of
+    outputs ``out[o, lo:hi]`` of a contiguous ``(outer, n, inner)`` input, folded row by
+    row (each fold in order, the loop over the block vectorized)."""
+    # BEGIN SOLUTION 2.1
+    o, block = job // blocks, job % blocks
+    lo, hi = block * BLOCK, min(inner, (block + 1) * BLOCK)
+    acc = out[o * inner + lo : o * inner + hi]
+    for k in range(n):
+        row = (o * n + k) * inner
+        fold_loop(op, acc, a_storage[row + lo : row + hi])
+    # END SOLUTION
+
+
+@njit(inline="always")
+def fold_part(
+    op: int, out_shape: Shape, a_storage: Storage, a_shape: Shape, a_strides: Strides,
+    reduce_dim: int, parts: int, job: int, index: Strides,
+) -> float:  # fmt: skip
+    """Job ``job`` of the general path of :func:`tensor_reduce_kernel`: part
+    ``job % parts`` of output ``job // parts``'s fold (``index`` is a scratch buffer)."""
+    # BEGIN SOLUTION 2.1
+    n, step = a_shape[reduce_dim], a_strides[reduce_dim]
+    i, part = job // parts, job % parts
+    to_index(i, out_shape, index)
+    start = part * n // parts
+    stop = (part + 1) * n // parts
+    position = index_to_position(index, a_strides) + start * step
+    if step == 1:
+        return fold_contiguous(op, a_storage[position : position + stop - start])
+    acc = a_storage[position]
+    for _ in range(start + 1, stop):
+        position += step
+        acc = binary(op, acc, a_storage[position])
+    return acc
+    # END SOLUTION
+
+
+@njit(inline="always")
+def combine(
+    op: int, out: Storage, out_shape: Shape, out_strides: Strides,
+    partial: Storage, parts: int, start: int, stop: int,
+) -> None:  # fmt: skip
+    """Fold the ``parts`` partial results of outputs ``start:stop`` into ``out``, in
+    order, after the start value ``out`` holds."""
+    # BEGIN SOLUTION 2.1
+    index = np.empty(len(out_shape), np.int32)
+    for i in range(start, stop):
+        to_index(i, out_shape, index)
+        out_position = index_to_position(index, out_strides)
+        acc = out[out_position]
+        for part in range(parts):
+            acc = binary(op, acc, partial[i * parts + part])
+        out[out_position] = acc
     # END SOLUTION
 
 
@@ -246,40 +460,61 @@ def tensor_reduce_kernel(
     """Fold ``binary(op, ., .)`` along ``reduce_dim`` into ``out`` (which has size 1 there
     and holds the start value), in index order up to reassociation.
 
-    ``parts`` (chosen by the caller, 1 when there are enough outputs to keep every thread
-    busy) splits each output's fold into that many contiguous ranges folded in parallel
-    and then combined in order: a sum of 10**7 entries into one output still uses every
-    core."""
+    Contiguous tensors reduced along a dimension other than the last take the rows path
+    (:func:`fold_rows`): outputs side by side in ``out`` read entries side by side in the
+    input. Otherwise each output's fold is cut into ``parts`` (chosen by the caller; 1
+    when there are enough outputs to keep every thread busy) folded in parallel
+    (:func:`fold_part`) and then combined in order: a sum of 10**7 entries into one
+    output still uses every core. Under :data:`PARALLEL_MIN` entries it all runs on the
+    calling thread."""
     # BEGIN SOLUTION 2.1
     size = size_of(out_shape)
     n = a_shape[reduce_dim]
-    step = a_strides[reduce_dim]
+    serial = size * n < PARALLEL_MIN
+    inner = 1  # entries per step along reduce_dim, when contiguous
+    for dim in range(reduce_dim + 1, len(a_shape)):
+        inner *= a_shape[dim]
+    if inner > 1 and is_contiguous(a_shape, a_strides) and is_contiguous(out_shape, out_strides):
+        blocks = (inner + BLOCK - 1) // BLOCK
+        jobs = size // inner * blocks
+        if serial:
+            for job in range(jobs):
+                fold_rows(op, out, a_storage, n, inner, job, blocks)
+            return
+        for job in prange(jobs):
+            fold_rows(op, out, a_storage, n, inner, job, blocks)
+        return
     parts = max(1, min(parts, n))
     jobs = size * parts
-    per_chunk = max(1, min(CHUNK, jobs // 64))  # few long jobs: one per iteration
     partial = np.empty(jobs, np.float64)
-    for chunk in prange((jobs + per_chunk - 1) // per_chunk):
+    if serial:
         index = np.empty(len(out_shape), np.int32)
-        for job in range(chunk * per_chunk, min(jobs, (chunk + 1) * per_chunk)):
-            i, part = job // parts, job % parts
-            to_index(i, out_shape, index)
-            start = part * n // parts
-            stop = (part + 1) * n // parts
-            position = index_to_position(index, a_strides) + start * step
-            acc = a_storage[position]
-            for _ in range(start + 1, stop):
-                position += step
-                acc = binary(op, acc, a_storage[position])
-            partial[job] = acc
+        for job in range(jobs):
+            partial[job] = fold_part(
+                op, out_shape, a_storage, a_shape, a_strides, reduce_dim, parts, job, index
+            )
+    else:
+        per_chunk = max(1, min(CHUNK, jobs // 64))  # few long jobs: one per iteration
+        for chunk in prange((jobs + per_chunk - 1) // per_chunk):
+            index = np.empty(len(out_shape), np.int32)
+            for job in range(chunk * per_chunk, min(jobs, (chunk + 1) * per_chunk)):
+                partial[job] = fold_part(
+                    op, out_shape, a_storage, a_shape, a_strides, reduce_dim, parts, job, index
+                )
+    if serial:
+        combine(op, out, out_shape, out_strides, partial, parts, 0, size)
+        return
     for chunk in prange((size + CHUNK - 1) // CHUNK):
-        index = np.empty(len(out_shape), np.int32)
-        for i in range(chunk * CHUNK, min(size, (chunk + 1) * CHUNK)):
-            to_index(i, out_shape, index)
-            out_position = index_to_position(index, out_strides)
-            acc = out[out_position]
-            for part in range(parts):
-                acc = binary(op, acc, partial[i * parts + part])
-            out[out_position] = acc
+        combine(
+            op,
+            out,
+            out_shape,
+            out_strides,
+            partial,
+            parts,
+            chunk * CHUNK,
+            min(size, (chunk + 1) * CHUNK),
+        )
     # END SOLUTION
 
 

@@ -7,8 +7,10 @@ and each library runs in its own child process, so thread pools never compete (N
 OpenBLAS and PyTorch's pools slow each other down badly when called alternately in one
 process). Sections:
 
-* ``matmul``  square float64 products at 128, 256, 512, 1024: task 2.2's kernel, task
-  2.3's packed kernel, NumPy as installed, and NumPy with
+* ``matmul``  square float64 products at 128, 256, 512, 1024: two plain Numba loops on
+  2-D arrays that differ only in loop order (textbook i-j-k, and i-k-j), task 2.2's
+  kernel, task 2.3's packed kernel (also compiled for 256-bit vectors, see
+  ``module2/codegen.py``), NumPy as installed, and NumPy with
   ``OPENBLAS_CORETYPE=SkylakeX`` (OpenBLAS's AVX-512 kernels, which it does not pick by
   itself on some AVX-512 CPUs; the practical ceiling). GFLOP/s and ratios.
 * ``elementwise``  map (relu, exp), zip (mul) and reduce (sum over each dim) on
@@ -60,6 +62,32 @@ def _fast_tensor(array: Any) -> Any:
     return from_numpy(array, FastTensorBackend)
 
 
+def _loop_order_kernels() -> dict[str, Any]:
+    """The same parallel product in two loop orders (plain Numba on 2-D arrays)."""
+    from numba import njit, prange
+
+    @njit(parallel=True, cache=True)
+    def ijk(a: Any, b: Any, out: Any) -> None:
+        for i in prange(a.shape[0]):
+            for j in range(b.shape[1]):
+                acc = 0.0
+                for k in range(a.shape[1]):  # walks a column of b: stride n
+                    acc += a[i, k] * b[k, j]
+                out[i, j] = acc
+
+    @njit(parallel=True, cache=True)
+    def ikj(a: Any, b: Any, out: Any) -> None:
+        for i in prange(a.shape[0]):
+            for j in range(b.shape[1]):
+                out[i, j] = 0.0
+            for k in range(a.shape[1]):
+                aik = a[i, k]
+                for j in range(b.shape[1]):  # walks rows of b and out: stride 1
+                    out[i, j] += aik * b[k, j]
+
+    return {"i-j-k": ijk, "i-k-j": ikj}
+
+
 def work_matmul(kind: str, sizes: Sequence[int], repeats: int) -> dict[str, float]:
     import numpy as np
 
@@ -69,6 +97,11 @@ def work_matmul(kind: str, sizes: Sequence[int], repeats: int) -> dict[str, floa
         a, b = rng.random((n, n)), rng.random((n, n))
         if kind == "numpy":
             seconds = median_time(lambda: a @ b, repeats)  # noqa: B023
+        elif kind in ("i-j-k", "i-k-j"):
+            loop, result2 = _loop_order_kernels()[kind], np.empty((n, n))
+            seconds = median_time(lambda: loop(a, b, result2), repeats)  # noqa: B023
+            if not np.allclose(result2, a @ b):
+                raise AssertionError(f"matmul {kind} at {n} disagrees with NumPy")
         else:
             from module2.fast_matmul import tensor_matrix_multiply_packed
             from module2.fast_ops import tensor_matrix_multiply_kernel
@@ -246,8 +279,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "matmul" in sections:
         sizes = ",".join(map(str, m_sizes))
         res = {
+            "i-j-k": run_worker(["matmul", "i-j-k", sizes, rep]),
+            "i-k-j": run_worker(["matmul", "i-k-j", sizes, rep]),
             "2.2": run_worker(["matmul", "2.2", sizes, rep]),
             "2.3": run_worker(["matmul", "2.3", sizes, rep]),
+            "2.3 256-bit": run_worker(
+                ["matmul", "2.3", sizes, rep], {"MINITORCH_VECTOR_BITS": "256"}
+            ),
             "numpy": run_worker(["matmul", "numpy", sizes, rep]),
             "numpy SkylakeX": run_worker(
                 ["matmul", "numpy", sizes, rep], {"OPENBLAS_CORETYPE": "SkylakeX"}

@@ -1,10 +1,12 @@
 """Train a 2-D classifier with the scalar engine (stage 0) or with tensors (stage 1 on).
 
-    python -m project.train --backend simple --dataset split
+    python -m project.train --dataset split
 
-Backends: ``scalar`` (stage 0: every weight a Scalar, one example at a time),
-``simple`` (stage 1: tensors on SimpleBackend, the whole batch at once) and ``fast``
-(stage 2: the same tensors on the Numba backend; the first run compiles its kernels).
+Backends: ``fast`` (the default; stage 2: tensors on the Numba backend, updated by the
+fused FastAdam / FastSGD of task 2.4; the first run compiles the kernels), ``simple``
+(stage 1: the same tensors on SimpleBackend, pure Python) and ``scalar`` (stage 0: every
+weight a Scalar, one example at a time). ``--no-fused`` makes the fast backend use stage
+0's Adam / SGD instead (an Adam step is then 18 tensor operations per parameter).
 Defaults: 50 points (seed 0), hidden size 10 (2-10-10-1: ReLU, ReLU, sigmoid), Adam with
 lr 0.1, 250 full-batch epochs, binary cross-entropy. Prints the time per epoch and writes
 ``runs/<backend>_<dataset>/log.csv`` (loss and accuracy per epoch) and ``figure.png``
@@ -35,6 +37,7 @@ from module1.tensor import Tensor, from_numpy
 from module1.tensor_nn import MLP, binary_cross_entropy_with_logits
 from module1.tensor_ops import SimpleBackend, TensorBackend
 from module2.fast_ops import FastTensorBackend
+from module2.fast_optim import FastAdam, FastSGD
 from project import train_scalar
 from project.plots import plot_classifier
 
@@ -47,7 +50,7 @@ BACKENDS = ("scalar", *TENSOR_BACKENDS)
 class Config:
     """Everything a run depends on; the defaults are the documented ones."""
 
-    backend: str = "simple"
+    backend: str = "fast"
     dataset: str = "xor"
     points: int = 50
     hidden: int = 10
@@ -59,6 +62,8 @@ class Config:
     out: Path = Path("runs")
     log_every: int = 25
     figure: bool = True
+    fused: bool = True
+    """On the fast backend: FastAdam / FastSGD (task 2.4), else stage 0's Adam / SGD."""
 
 
 @dataclass
@@ -143,10 +148,15 @@ def make_trainer(config: Config, data: Graph) -> Trainer:
 
 
 def make_optimizer(config: Config, model: Module) -> Optimizer:
+    """Adam or SGD; on the fast backend (unless ``fused`` is off) the fused versions of
+    task 2.4, one compiled kernel call per parameter per step."""
+    fused = config.fused and config.backend == "fast"
     if config.optimizer == "adam":
-        return Adam(model.parameters(), lr=config.lr)
+        return (FastAdam if fused else Adam)(model.parameters(), lr=config.lr)
     if config.optimizer == "sgd":
-        return SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+        return (FastSGD if fused else SGD)(
+            model.parameters(), lr=config.lr, momentum=config.momentum
+        )
     raise ValueError(f"unknown optimizer {config.optimizer!r}; choose adam or sgd")
 
 
@@ -162,7 +172,7 @@ def train(config: Config, console: Console | None = None) -> Result:
     result = Result(log_path=log_path)
     console.print(
         f"[bold]{config.backend}[/] 2-{config.hidden}-{config.hidden}-1 on {config.dataset!r} "
-        f"({data.N} points), {config.optimizer} lr={config.lr}, {config.epochs} epochs, "
+        f"({data.N} points), {type(optimizer).__name__} lr={config.lr}, {config.epochs} epochs, "
         f"{trainer.model.num_parameters()} parameters"
     )
     start = time.perf_counter()
@@ -227,6 +237,12 @@ def parse_args(argv: Sequence[str] | None = None, backend: str | None = None) ->
     ap.add_argument("--out", type=Path, default=d.out, help="output folder (default: runs)")
     ap.add_argument("--log-every", type=int, default=d.log_every, help="print every N epochs")
     ap.add_argument("--no-figure", dest="figure", action="store_false")
+    ap.add_argument(
+        "--no-fused",
+        dest="fused",
+        action="store_false",
+        help="fast backend: stage 0's Adam/SGD instead of FastAdam/FastSGD (task 2.4)",
+    )
     ns = ap.parse_args(argv)
     if ns.epochs < 1 or ns.points < 1 or ns.hidden < 1 or ns.log_every < 1:
         ap.error("--epochs, --points, --hidden and --log-every must be positive")

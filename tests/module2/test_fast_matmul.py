@@ -1,8 +1,9 @@
 """Task 2.3: the packed, register-tiled matrix multiply (``module2/fast_matmul.py``).
 
-NumPy's ``@`` is the oracle. Sizes are drawn across the tile edges (``MR``, ``NR``) and
-the block edges (``KC``, ``MC``), with transposed and broadcast operands; the kernel's
-outputs are read back with ``exact_tensor`` (``tests/strict.py``) before comparing.
+NumPy's ``@`` is the oracle. Sizes are drawn across the register-block edges (``MR``,
+``NR``) and the cache-block edges (``KC``, ``NC``), with transposed and broadcast
+operands; the kernel's outputs are read back with ``exact_tensor`` (``tests/strict.py``)
+before comparing.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from module1.tensor import Tensor, from_numpy
-from module2.fast_matmul import KC, MC, MR, NR, gemm, micro_kernel, tensor_matrix_multiply_packed
+from module2.fast_matmul import KC, MR, NC, NR, gemm, micro_kernel, tensor_matrix_multiply_packed
 from module2.fast_ops import FastTensorBackend
 from tests.strict import exact_tensor
 
@@ -35,7 +36,7 @@ def packed_matmul(a: Tensor, b: Tensor, out_shape: tuple[int, ...]) -> np.ndarra
     return exact_tensor(out)
 
 
-sizes = st.integers(1, 2 * NR + 3)
+sizes = st.integers(1, 2 * MR * NR + 3)
 
 
 @given(sizes, sizes, sizes, st.booleans(), st.booleans(), st.integers(0, 2**16))
@@ -54,7 +55,7 @@ def test_packed_matmul_matches_numpy_across_tile_edges(
     [
         ((2, 1, 9, 17), (3, 17, 18)),
         ((5, 3), (4, 1, 3, 33)),
-        ((MC + 5, KC + 44), (KC + 44, NR + 1)),  # crosses an MC and a KC block edge
+        ((MR + 5, KC + 44), (KC + 44, NC + 5)),  # crosses an NC and a KC block edge
         ((1, 1), (1, 1)),
     ],
 )
@@ -81,18 +82,17 @@ def test_gemm_accumulates_into_a_strided_slice() -> None:
     np.testing.assert_allclose(flat.reshape(out.shape), expected, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize(("mr", "nr"), [(MR, NR), (3, NR), (MR, 5), (1, 1)])
-def test_micro_kernel_adds_the_product_of_two_panels(mr: int, nr: int) -> None:
+@pytest.mark.parametrize(("mr", "nr"), [(MR, NR), (3, NR), (MR, 2), (1, 1)])
+def test_micro_kernel_adds_a_block_of_dot_products(mr: int, nr: int) -> None:
     rng = np.random.default_rng(mr * 100 + nr)
     kc = 13
-    a_panel = rng.normal(size=(MR, kc))  # packed column by column: [p * MR + i]
-    b_panel = rng.normal(size=(kc, NR))  # packed row by row: [p * NR + j]
-    a_pack = np.concatenate([np.zeros(5), a_panel.T.reshape(-1)])
-    b_pack = np.concatenate([np.zeros(3), b_panel.reshape(-1)])
+    a_pack = rng.normal(size=(MR + 5, kc + 2))  # rows 5..5+MR, first kc columns
+    bt_pack = rng.normal(size=(NR + 3, kc + 2))  # rows 3..3+NR: columns of b
     out = np.full((MR + 2) * (NR + 2), 1.0)
-    micro_kernel(kc, a_pack, 5, b_pack, 3, out, NR + 3, NR + 2, 1, mr, nr)
+    micro_kernel(a_pack, 5, bt_pack, 3, kc, out, NR + 3, NR + 2, 1, mr, nr)
     expected = np.full((MR + 2, NR + 2), 1.0)
-    expected[1 : 1 + mr, 1 : 1 + nr] += (a_panel @ b_panel)[:mr, :nr]
+    product = a_pack[5 : 5 + MR, :kc] @ bt_pack[3 : 3 + NR, :kc].T
+    expected[1 : 1 + mr, 1 : 1 + nr] += product[:mr, :nr]
     np.testing.assert_allclose(out.reshape(MR + 2, NR + 2), expected, rtol=1e-10)
 
 

@@ -1,0 +1,320 @@
+"""Task 2.4: the fused optimizer steps (``module2/fast_optim.py``).
+
+* ``FastAdam`` and ``FastSGD`` against stage 0's ``Adam`` and ``SGD`` on the same
+  parameters and gradients, step after step: Hypothesis draws the shapes (0-d included),
+  the layouts of parameters and gradients (permuted, with gaps: a parameter that is a
+  view gets its own storage first), the hyperparameters, and which parameters get no
+  gradient on a step. Stage 0's optimizers run on ``SimpleBackend``, so these tests do
+  not depend on task 2.1.
+* ``adam_update`` and ``sgd_update`` called directly on NumPy arrays against the
+  formulas in NumPy, on both sides of ``PARALLEL_MIN`` (the plain and the parallel loop).
+* The project's trainer on the fast backend, which now picks ``FastAdam``, learns the
+  ``split`` dataset.
+
+Values the optimizers produce are read with ``exact_tensor`` (``tests/strict.py``).
+Stage 0's Adam divides tensors by multiplying by an inverse and takes square roots with
+``** 0.5``, so Adam's values agree to rounding (``rtol=1e-12``); SGD's agree exactly
+in practice, and are held to the same tolerance.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from module0.datasets import load_dataset
+from module0.module import Parameter
+from module0.optim import SGD, Adam, Optimizer
+from module0.scalar import Scalar
+from module1.tensor import Tensor, from_numpy
+from module1.tensor_ops import SimpleBackend, TensorBackend
+from module2.fast_ops import FastTensorBackend
+from module2.fast_optim import PARALLEL_MIN, FastAdam, FastSGD, adam_update, sgd_update
+from project import train
+from tests.layouts import Layout, layouts, make
+from tests.strict import exact_tensor
+
+Shape = tuple[int, ...]
+RTOL = ATOL = 1e-12
+
+graded = pytest.mark.task2_4
+
+# -- strategies -------------------------------------------------------------------------
+
+shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
+
+
+@st.composite
+def parameter_specs(draw: st.DrawFn) -> list[tuple[Shape, Layout, Layout]]:
+    """1 to 4 parameters: a shape, the parameter's layout and the gradients' layout."""
+    specs = []
+    for shape in draw(st.lists(shapes, min_size=1, max_size=4)):
+        specs.append((shape, draw(layouts(len(shape))), draw(layouts(len(shape)))))
+    return specs
+
+
+def gradient(rng: np.random.Generator, shape: Shape) -> np.ndarray:
+    """Normal values of a random scale, with some exact zeros."""
+    g = rng.normal(scale=rng.choice([1e-3, 1.0, 50.0]), size=shape)
+    return np.where(rng.random(shape) < 0.1, 0.0, g)
+
+
+def run_both(
+    make_reference: Any,
+    make_fast: Any,
+    specs: list[tuple[Shape, Layout, Layout]],
+    steps: int,
+    seed: int,
+) -> tuple[Optimizer, Optimizer, list[Parameter], list[Parameter]]:
+    """Stage 0's optimizer on SimpleBackend tensors and the fused one on fast-backend
+    tensors, from the same values and gradients, compared after every step."""
+    rng = np.random.default_rng(seed)
+    values = [rng.normal(size=shape) for shape, _, _ in specs]
+
+    def parameters(backend: TensorBackend) -> list[Parameter]:
+        return [
+            Parameter(make(x, layout, backend), f"p{i}")
+            for i, (x, (_, layout, _)) in enumerate(zip(values, specs, strict=True))
+        ]
+
+    ref_params, fast_params = parameters(SimpleBackend), parameters(FastTensorBackend)
+    reference, fast = make_reference(ref_params), make_fast(fast_params)
+    for step in range(steps):
+        for (shape, _, grad_layout), a, b in zip(specs, ref_params, fast_params, strict=True):
+            if rng.random() < 0.2:  # no gradient this step: the parameter is skipped
+                a.value.grad = b.value.grad = None
+                continue
+            g = gradient(rng, shape)
+            a.value.grad = make(g, grad_layout, SimpleBackend)
+            b.value.grad = make(g, grad_layout, FastTensorBackend)
+        reference.step()
+        fast.step()
+        for i, (a, b) in enumerate(zip(ref_params, fast_params, strict=True)):
+            want = exact_tensor(a.value, f"stage-0 parameter {i}")
+            got = exact_tensor(b.value, f"parameter {i} after step {step + 1}")
+            assert got.shape == want.shape
+            np.testing.assert_allclose(
+                got, want, rtol=RTOL, atol=ATOL, err_msg=f"parameter {i} after step {step + 1}"
+            )
+    return reference, fast, ref_params, fast_params
+
+
+def check_state(name: str, got: Any, want: Any, shape: Shape) -> None:
+    """A fused optimizer's per-parameter NumPy state against stage 0's Tensor state (or
+    its initial value when the parameter never had a gradient)."""
+    if not isinstance(want, Tensor):
+        assert got is None or not np.any(got), name
+        return
+    assert type(got) is np.ndarray and got.size == int(np.prod(shape)), name
+    np.testing.assert_allclose(
+        got.reshape(shape), exact_tensor(want, name), rtol=RTOL, atol=ATOL, err_msg=name
+    )
+
+
+# =========================================================================================
+# The optimizers against stage 0's
+# =========================================================================================
+
+
+@graded
+@given(
+    parameter_specs(),
+    st.floats(1e-3, 1.0),
+    st.floats(0.0, 0.99),
+    st.floats(0.0, 0.9999),
+    st.floats(1e-10, 1e-2),
+    st.integers(1, 4),
+    st.integers(0, 2**32 - 1),
+)
+def test_fast_adam_matches_stage0_adam(
+    specs: list[tuple[Shape, Layout, Layout]],
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    steps: int,
+    seed: int,
+) -> None:
+    betas = (beta1, beta2)
+    reference, fast, _, _ = run_both(
+        lambda ps: Adam(ps, lr=lr, betas=betas, eps=eps),
+        lambda ps: FastAdam(ps, lr=lr, betas=betas, eps=eps),
+        specs,
+        steps,
+        seed,
+    )
+    assert isinstance(reference, Adam) and isinstance(fast, FastAdam)
+    assert fast.steps == reference.steps
+    for i, (shape, _, _) in enumerate(specs):
+        check_state(f"m of parameter {i}", fast.first_moment[i], reference.first_moment[i], shape)
+        check_state(f"v of parameter {i}", fast.second_moment[i], reference.second_moment[i], shape)
+
+
+@graded
+@given(
+    parameter_specs(),
+    st.floats(1e-3, 2.0),
+    st.one_of(st.just(0.0), st.floats(0.0, 0.99)),
+    st.integers(1, 4),
+    st.integers(0, 2**32 - 1),
+)
+def test_fast_sgd_matches_stage0_sgd(
+    specs: list[tuple[Shape, Layout, Layout]],
+    lr: float,
+    momentum: float,
+    steps: int,
+    seed: int,
+) -> None:
+    reference, fast, _, _ = run_both(
+        lambda ps: SGD(ps, lr=lr, momentum=momentum),
+        lambda ps: FastSGD(ps, lr=lr, momentum=momentum),
+        specs,
+        steps,
+        seed,
+    )
+    assert isinstance(reference, SGD) and isinstance(fast, FastSGD)
+    for i, (shape, _, _) in enumerate(specs):
+        check_state(f"velocity of parameter {i}", fast.velocity[i], reference.velocity[i], shape)
+
+
+@graded
+def test_views_and_shared_storage_give_stage0_values() -> None:
+    """A contiguous parameter is updated in its own storage; a transposed one, two
+    parameters on one storage (one without a gradient), and one tensor in two parameters
+    end as stage 0's SGD leaves them (it gives every parameter a new storage per step)."""
+
+    def parameters(backend: TensorBackend) -> tuple[list[Parameter], list[Tensor]]:
+        own = from_numpy(np.arange(6.0).reshape(2, 3), backend)
+        shared = from_numpy(np.arange(4.0), backend)
+        alias = Tensor(shared._tensor, backend=backend)  # the same storage
+        frozen = Tensor(shared._tensor, backend=backend)  # the same, and no gradient
+        transposed = from_numpy(np.arange(6.0).reshape(3, 2), backend).transpose()
+        twice = from_numpy(np.arange(3.0), backend)
+        tensors = [own, shared, alias, frozen, transposed, twice, twice]
+        return [Parameter(t) for t in tensors], tensors
+
+    results = []
+    for backend, optimizer_class in ((SimpleBackend, SGD), (FastTensorBackend, FastSGD)):
+        params, tensors = parameters(backend)
+        storage = tensors[0]._tensor._storage
+        optimizer = optimizer_class(params, lr=0.5, momentum=0.5)
+        for _ in range(2):
+            for p in params:
+                has_grad = p.value is not tensors[3]
+                p.value.grad = from_numpy(np.ones(p.value.shape), backend) if has_grad else None
+            optimizer.step()
+        if optimizer_class is FastSGD:
+            assert tensors[0]._tensor._storage is storage  # updated in place
+        results.append([exact_tensor(t, f"tensor {i}") for i, t in enumerate(tensors)])
+    for i, (want, got) in enumerate(zip(*results, strict=True)):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"tensor {i}")
+    np.testing.assert_array_equal(results[1][3], np.arange(4.0))  # no gradient: untouched
+
+
+# =========================================================================================
+# The kernels against NumPy, on both sides of PARALLEL_MIN
+# =========================================================================================
+
+SIZES = [1, 7, PARALLEL_MIN - 1, PARALLEL_MIN, 3 * PARALLEL_MIN + 5]
+
+
+@graded
+@pytest.mark.parametrize("n", SIZES)
+def test_adam_update_matches_numpy(n: int) -> None:
+    rng = np.random.default_rng(n)
+    lr, beta1, beta2, eps = 0.05, 0.8, 0.95, 1e-7
+    param = rng.normal(size=n)
+    m, v = np.zeros(n), np.zeros(n)
+    want_p, want_m, want_v = param.copy(), m.copy(), v.copy()
+    for t in range(1, 5):
+        g = gradient(rng, (n,))
+        adam_update(param, g, m, v, lr, beta1, beta2, eps, t)
+        want_m = beta1 * want_m + (1.0 - beta1) * g
+        want_v = beta2 * want_v + (1.0 - beta2) * g * g
+        m_hat = want_m / (1.0 - beta1**t)
+        v_hat = want_v / (1.0 - beta2**t)
+        want_p = want_p - lr * m_hat / (np.sqrt(v_hat) + eps)
+        for name, got, want in (("m", m, want_m), ("v", v, want_v), ("param", param, want_p)):
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{name}, t={t}")
+
+
+@graded
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("n", SIZES)
+def test_sgd_update_matches_numpy(n: int, momentum: float) -> None:
+    rng = np.random.default_rng(n)
+    lr = 0.3
+    param = rng.normal(size=n)
+    velocity = np.full(n, np.nan)  # the first step must not read it
+    want_p, want_velocity = param.copy(), None
+    for step in range(4):
+        g = gradient(rng, (n,))
+        sgd_update(param, g, velocity, lr, momentum, step > 0)
+        if momentum:
+            want_velocity = g if want_velocity is None else momentum * want_velocity + g
+            want_p = want_p - lr * want_velocity
+            np.testing.assert_allclose(velocity, want_velocity, rtol=RTOL, atol=ATOL)
+        else:
+            want_p = want_p - lr * g
+            assert np.isnan(velocity).all()  # untouched without momentum
+        np.testing.assert_allclose(param, want_p, rtol=RTOL, atol=ATOL, err_msg=f"step {step}")
+
+
+# =========================================================================================
+# Training on the fast backend
+# =========================================================================================
+
+
+@graded
+def test_the_trainer_learns_split_on_the_fast_backend_with_fast_adam() -> None:
+    config = train.Config(dataset="split", points=20, hidden=8, epochs=50)
+    assert config.backend == "fast"
+    data = load_dataset(config.dataset, config.points, config.seed)
+    trainer = train.TensorTrainer(config, data, FastTensorBackend)
+    optimizer = train.make_optimizer(config, trainer.model)
+    assert type(optimizer) is FastAdam
+    labels = np.array(data.y) == 1
+
+    def accuracy() -> float:
+        # From the model's outputs read back exactly, not from what the epoch reported.
+        return float(np.mean((exact_tensor(trainer.model(trainer.X))[:, 0] > 0.0) == labels))
+
+    assert accuracy() < 1.0  # so the optimizer has something to do
+    for _ in range(config.epochs):
+        trainer.epoch(optimizer)
+    assert accuracy() == 1.0
+
+
+@graded
+def test_the_training_script_defaults_to_the_fast_backend(tmp_path: Path) -> None:
+    code = train.main(
+        ["--dataset", "split", "--points", "20", "--hidden", "8", "--epochs", "50",
+         "--optimizer", "sgd", "--lr", "0.5", "--out", str(tmp_path), "--no-figure"]
+    )  # fmt: skip
+    assert code == 0
+    with open(tmp_path / "fast_split" / "log.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 50
+    assert float(rows[-1]["loss"]) < 0.5 * float(rows[0]["loss"])
+
+
+# =========================================================================================
+# Provided (ungraded): the given code's checks
+# =========================================================================================
+
+
+def test_fused_optimizers_refuse_scalars_and_mismatched_state() -> None:
+    with pytest.raises(TypeError, match=r"parameter 0 'w' holds a Scalar"):
+        FastAdam([Parameter(Scalar(1.0), "w")])
+    with pytest.raises(TypeError, match="Scalar"):
+        FastSGD([Parameter(Scalar(1.0))])
+    with pytest.raises(ValueError, match="same length"):
+        adam_update(np.zeros(3), np.zeros(2), np.zeros(3), np.zeros(3), 0.1, 0.9, 0.99, 1e-8, 1)
+    with pytest.raises(ValueError, match="same length"):
+        sgd_update(np.zeros(3), np.zeros(3), np.zeros(2), 0.1, 0.9, True)
