@@ -258,7 +258,10 @@ TASKS: tuple[Task, ...] = (
         title="Parallel batched matrix multiply",
         points=15,
         files=("module2/fast_ops.py",),
-        functions=("module2.fast_ops:tensor_matrix_multiply_kernel",),
+        functions=(
+            "module2.fast_ops:matmul_rows",
+            "module2.fast_ops:tensor_matrix_multiply_kernel",
+        ),
     ),
     Task(
         id="2.3",

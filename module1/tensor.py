@@ -178,6 +178,12 @@ class Tensor(Variable):
         shape = tuple(shape)
         return self._new(TensorData(np.zeros(math.prod(shape)), shape))
 
+    def empty(self, shape: Sequence[int]) -> Tensor:
+        """A new constant tensor with unset values (``np.empty``), for a kernel that
+        writes every entry: no zeroing pass over memory it is about to overwrite."""
+        shape = tuple(shape)
+        return self._new(TensorData(np.empty(math.prod(shape)), shape))
+
     def full(self, shape: Sequence[int], value: float) -> Tensor:
         """A new constant tensor filled with ``value`` on this tensor's backend."""
         shape = tuple(shape)

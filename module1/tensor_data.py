@@ -124,15 +124,19 @@ class TensorData:
     ) -> None:
         array = np.ascontiguousarray(storage, dtype=np.float64)
         self._storage: Storage = array if array.ndim == 1 else array.reshape(-1)
-        shape = tuple(int(s) for s in shape)
-        if any(s < 0 for s in shape):
+        shape = tuple(map(int, shape))
+        if shape and min(shape) < 0:
             raise ShapeError(f"a shape cannot have a negative size: {shape}")
-        strides = tuple(strides) if strides is not None else strides_from_shape(shape)
-        if len(strides) != len(shape):
-            raise ShapeError(f"strides {strides} do not match shape {shape}")
         self.size = math.prod(shape)
-        extent = sum((s - 1) * st for s, st in zip(shape, strides, strict=True))
-        needed = 1 + extent if self.size else 0
+        if strides is None:  # row-major: exactly `size` values needed
+            strides = strides_from_shape(shape)
+            needed = self.size
+        else:
+            strides = tuple(strides)
+            if len(strides) != len(shape):
+                raise ShapeError(f"strides {strides} do not match shape {shape}")
+            extent = sum((s - 1) * st for s, st in zip(shape, strides, strict=True))
+            needed = 1 + extent if self.size else 0
         if needed > len(self._storage):
             raise ShapeError(
                 f"storage of {len(self._storage)} values is too small for shape {shape} "

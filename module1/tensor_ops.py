@@ -341,22 +341,23 @@ class SimpleOps(TensorOps):
 def map_output(a: Tensor, out: Tensor | None) -> Tensor:
     """``out`` checked to hold ``a`` broadcast, or a new tensor of ``a``'s shape."""
     if out is None:
-        return a.zeros(a.shape)
+        return a.empty(a.shape)
     if shape_broadcast(a.shape, out.shape) != out.shape:
         raise ShapeError(f"map: input of shape {a.shape} does not fit out {out.shape}")
     return out
 
 
 def zip_output(a: Tensor, b: Tensor) -> Tensor:
-    """A new tensor of the shape ``a`` and ``b`` broadcast to."""
-    return a.zeros(a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape))
+    """A new tensor (values unset: the kernel writes them all) of the shape ``a`` and
+    ``b`` broadcast to."""
+    return a.empty(a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape))
 
 
 def reduce_output(a: Tensor, dim: int, start: float) -> Tensor:
     """A new tensor of ``a``'s shape with size 1 in ``dim``, filled with ``start``."""
     shape = list(a.shape)
     shape[dim] = 1
-    return a.zeros(tuple(shape)).fill_(start)
+    return a.full(tuple(shape), start)
 
 
 def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[int, ...]:

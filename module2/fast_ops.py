@@ -146,7 +146,8 @@ def binary(op: int, x: float, y: float) -> float:
 
 
 CHUNK = 1024
-"""Entries one parallel iteration handles on the general (strided) path."""
+"""About how many entries one parallel iteration handles on the general (strided) path
+(whole rows of the output: at least one)."""
 
 BLOCK = 1 << 13
 """Entries one parallel iteration handles on the aligned fast path."""
@@ -186,7 +187,7 @@ def aligned(
 # this large out of a loop), and a relu over 10**6 entries then runs 5x slower.
 
 
-@njit(inline="always")
+@njit
 def unary_loop(op: int, out: Storage, x: Storage) -> None:
     """``out[i] = unary(op, x[i])`` for 1-D arrays of equal length."""
     if op == OP_RELU:
@@ -206,7 +207,7 @@ def unary_loop(op: int, out: Storage, x: Storage) -> None:
             out[i] = unary(op, x[i])
 
 
-@njit(inline="always")
+@njit
 def binary_loop(op: int, out: Storage, x: Storage, y: Storage) -> None:
     """``out[i] = binary(op, x[i], y[i])`` for 1-D arrays of equal length."""
     if op == OP_ADD:
@@ -226,7 +227,7 @@ def binary_loop(op: int, out: Storage, x: Storage, y: Storage) -> None:
             out[i] = binary(op, x[i], y[i])
 
 
-@njit(inline="always")
+@njit
 def fold_loop(op: int, acc: Storage, x: Storage) -> None:
     """``acc[i] = binary(op, acc[i], x[i])`` for 1-D arrays of equal length: one step of
     many folds side by side (each fold keeps its order)."""
@@ -242,43 +243,74 @@ def fold_loop(op: int, acc: Storage, x: Storage) -> None:
 
 
 @njit(inline="always")
+def row_length(shape: Shape) -> int:
+    """Entries per row (the last dimension; 1 for a 0-d tensor)."""
+    return shape[len(shape) - 1] if len(shape) > 0 else 1
+
+
+@njit(inline="always")
+def row_step(shape: Shape, strides: Strides) -> int:
+    """The storage step of a tensor broadcast to an output, along the output's last
+    dimension: 0 where it is broadcast (size 1 there, or no dimensions)."""
+    dims = len(shape)
+    if dims == 0 or shape[dims - 1] == 1:
+        return 0
+    return strides[dims - 1]
+
+
+@njit
 def map_chunk(
     op: int,
     out: Storage, out_shape: Shape, out_strides: Strides,
     in_storage: Storage, in_shape: Shape, in_strides: Strides, start: int, stop: int,
 ) -> None:  # fmt: skip
-    """The general path of :func:`tensor_map_kernel` for ordinals ``start:stop``, with
-    its own index buffers."""
+    """The general path of :func:`tensor_map_kernel` for the output rows
+    ``start:stop`` (a row: all entries that differ only in the last index), with its
+    own index buffers. The index functions run once per row; along the row, each
+    storage position moves by a fixed step."""
     # BEGIN SOLUTION 2.1
+    n = row_length(out_shape)
+    out_step = row_step(out_shape, out_strides)
+    in_step = row_step(in_shape, in_strides)
     out_index = np.empty(len(out_shape), np.int32)
     in_index = np.empty(len(in_shape), np.int32)
-    for ordinal in range(start, stop):
-        to_index(ordinal, out_shape, out_index)
+    for row in range(start, stop):
+        to_index(row * n, out_shape, out_index)
         broadcast_index(out_index, out_shape, in_shape, in_index)
-        value = in_storage[index_to_position(in_index, in_strides)]
-        out[index_to_position(out_index, out_strides)] = unary(op, value)
+        o = index_to_position(out_index, out_strides)
+        i = index_to_position(in_index, in_strides)
+        for j in range(n):
+            out[o + j * out_step] = unary(op, in_storage[i + j * in_step])
     # END SOLUTION
 
 
-@njit(inline="always")
+@njit
 def zip_chunk(
     op: int,
     out: Storage, out_shape: Shape, out_strides: Strides,
     a_storage: Storage, a_shape: Shape, a_strides: Strides,
     b_storage: Storage, b_shape: Shape, b_strides: Strides, start: int, stop: int,
 ) -> None:  # fmt: skip
-    """The general path of :func:`tensor_zip_kernel` for ordinals ``start:stop``."""
+    """The general path of :func:`tensor_zip_kernel` for the output rows
+    ``start:stop``, like :func:`map_chunk`."""
     # BEGIN SOLUTION 2.1
+    n = row_length(out_shape)
+    out_step = row_step(out_shape, out_strides)
+    a_step = row_step(a_shape, a_strides)
+    b_step = row_step(b_shape, b_strides)
     out_index = np.empty(len(out_shape), np.int32)
     a_index = np.empty(len(a_shape), np.int32)
     b_index = np.empty(len(b_shape), np.int32)
-    for ordinal in range(start, stop):
-        to_index(ordinal, out_shape, out_index)
+    for row in range(start, stop):
+        to_index(row * n, out_shape, out_index)
         broadcast_index(out_index, out_shape, a_shape, a_index)
         broadcast_index(out_index, out_shape, b_shape, b_index)
-        a = a_storage[index_to_position(a_index, a_strides)]
-        b = b_storage[index_to_position(b_index, b_strides)]
-        out[index_to_position(out_index, out_strides)] = binary(op, a, b)
+        o = index_to_position(out_index, out_strides)
+        pa = index_to_position(a_index, a_strides)
+        pb = index_to_position(b_index, b_strides)
+        for j in range(n):
+            value = binary(op, a_storage[pa + j * a_step], b_storage[pb + j * b_step])
+            out[o + j * out_step] = value
     # END SOLUTION
 
 
@@ -294,7 +326,7 @@ def tensor_map_kernel(
     """``out = unary(op, input)`` with the input broadcast to ``out_shape``; any layout.
 
     Fast path: when the layouts are :func:`aligned`, a straight loop over storage, in
-    parallel blocks. Otherwise each parallel iteration takes a chunk of ordinals with
+    parallel blocks. Otherwise each parallel iteration takes a chunk of output rows with
     its own index buffers (never shared between threads). Fewer than
     :data:`PARALLEL_MIN` outputs run on the calling thread."""
     # BEGIN SOLUTION 2.1
@@ -307,11 +339,15 @@ def tensor_map_kernel(
             lo, hi = block * BLOCK, min(size, (block + 1) * BLOCK)
             unary_loop(op, out[lo:hi], in_storage[lo:hi])
         return
-    if size < PARALLEL_MIN:
-        map_chunk(op, out, out_shape, out_strides, in_storage, in_shape, in_strides, 0, size)
+    if size == 0:
         return
-    for chunk in prange((size + CHUNK - 1) // CHUNK):
-        lo, hi = chunk * CHUNK, min(size, (chunk + 1) * CHUNK)
+    rows = size // row_length(out_shape)
+    if size < PARALLEL_MIN:
+        map_chunk(op, out, out_shape, out_strides, in_storage, in_shape, in_strides, 0, rows)
+        return
+    per_chunk = max(1, CHUNK // row_length(out_shape))  # rows per parallel iteration
+    for chunk in prange((rows + per_chunk - 1) // per_chunk):
+        lo, hi = chunk * per_chunk, min(rows, (chunk + 1) * per_chunk)
         map_chunk(op, out, out_shape, out_strides, in_storage, in_shape, in_strides, lo, hi)
     # END SOLUTION
 
@@ -337,14 +373,18 @@ def tensor_zip_kernel(
             lo, hi = block * BLOCK, min(size, (block + 1) * BLOCK)
             binary_loop(op, out[lo:hi], a_storage[lo:hi], b_storage[lo:hi])
         return
+    if size == 0:
+        return
+    rows = size // row_length(out_shape)
     if size < PARALLEL_MIN:
         zip_chunk(
             op, out, out_shape, out_strides, a_storage, a_shape, a_strides,
-            b_storage, b_shape, b_strides, 0, size,
+            b_storage, b_shape, b_strides, 0, rows,
         )  # fmt: skip
         return
-    for chunk in prange((size + CHUNK - 1) // CHUNK):
-        lo, hi = chunk * CHUNK, min(size, (chunk + 1) * CHUNK)
+    per_chunk = max(1, CHUNK // row_length(out_shape))
+    for chunk in prange((rows + per_chunk - 1) // per_chunk):
+        lo, hi = chunk * per_chunk, min(rows, (chunk + 1) * per_chunk)
         zip_chunk(
             op, out, out_shape, out_strides, a_storage, a_shape, a_strides,
             b_storage, b_shape, b_strides, lo, hi,
@@ -356,7 +396,7 @@ LANES = 64
 """Interleaved partial folds in :func:`fold_contiguous`."""
 
 
-@njit(inline="always")
+@njit
 def fold_contiguous(op: int, x: Storage) -> float:
     """``binary(op, .)`` folded over the 1-D ``x`` (at least one entry), regrouped into
     :data:`LANES` interleaved folds that are combined at the end: the same result up to
@@ -390,7 +430,7 @@ def is_contiguous(shape: Shape, strides: Strides) -> bool:
     return True
 
 
-@njit(inline="always")
+@njit
 def fold_rows(
     op: int, out: Storage, a_storage: Storage, n: int, inner: int, job: int, blocks: int
 ) -> None:
@@ -407,7 +447,7 @@ def fold_rows(
     # END SOLUTION
 
 
-@njit(inline="always")
+@njit
 def fold_part(
     op: int, out_shape: Shape, a_storage: Storage, a_shape: Shape, a_strides: Strides,
     reduce_dim: int, parts: int, job: int, index: Strides,
@@ -431,7 +471,7 @@ def fold_part(
     # END SOLUTION
 
 
-@njit(inline="always")
+@njit
 def combine(
     op: int, out: Storage, out_shape: Shape, out_strides: Strides,
     partial: Storage, parts: int, start: int, stop: int,
@@ -521,17 +561,15 @@ def tensor_reduce_kernel(
 # ## Task 2.2: parallel batched matrix multiply
 
 
-@njit(parallel=True, cache=True)
-def tensor_matrix_multiply_kernel(
+@njit
+def matmul_rows(
     out: Storage, out_shape: Shape, out_strides: Strides,
     a_storage: Storage, a_shape: Shape, a_strides: Strides,
-    b_storage: Storage, b_shape: Shape, b_strides: Strides,
+    b_storage: Storage, b_shape: Shape, b_strides: Strides, start: int, stop: int,
 ) -> None:  # fmt: skip
-    """``out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]`` with batch dimensions
-    broadcast, in parallel over output rows. The index functions run once per row; the
-    inner loops step through storage by strides, in i-k-j order: the innermost loop
-    walks a row of ``b`` and a row of ``out`` (stride 1 when contiguous, which LLVM
-    vectorizes)."""
+    """Rows ``start:stop`` of the output of :func:`tensor_matrix_multiply_kernel`
+    (counting every batch's rows in order), with index buffers and a row accumulator
+    of their own."""
     # BEGIN SOLUTION 2.2
     dims = len(out_shape)
     p = out_shape[dims - 1]
@@ -539,11 +577,13 @@ def tensor_matrix_multiply_kernel(
     a_col = a_strides[len(a_shape) - 1]
     b_row, b_col = b_strides[len(b_shape) - 2], b_strides[len(b_shape) - 1]
     o_col = out_strides[dims - 1]
-    rows = size_of(out_shape) // p if p > 0 else 0
-    for row in prange(rows):
-        out_index = np.empty(dims, np.int32)
-        a_index = np.empty(len(a_shape), np.int32)
-        b_index = np.empty(len(b_shape), np.int32)
+    out_index = np.empty(dims, np.int32)
+    a_index = np.empty(len(a_shape), np.int32)
+    b_index = np.empty(len(b_shape), np.int32)
+    # Accumulate a row in a local buffer: the compiler knows it overlaps nothing else,
+    # so the j loop vectorizes (out and b could alias, as far as it knows).
+    row_sum = np.empty(p)
+    for row in range(start, stop):
         to_index(row * p, out_shape, out_index)  # (..., i, 0)
         broadcast_index(out_index, out_shape, a_shape, a_index)
         broadcast_index(out_index, out_shape, b_shape, b_index)
@@ -553,20 +593,48 @@ def tensor_matrix_multiply_kernel(
         a_base = index_to_position(a_index, a_strides)
         b_base = index_to_position(b_index, b_strides)
         o_base = index_to_position(out_index, out_strides)
-        # Accumulate the row in a local buffer: the compiler knows it overlaps nothing
-        # else, so the j loop vectorizes (out and b could alias, as far as it knows).
-        row_sum = np.zeros(p)
+        row_sum[:] = 0.0
         for k in range(m):
             aik = a_storage[a_base + k * a_col]
             b_k = b_base + k * b_row
             if b_col == 1:
+                b_k_row = b_storage[b_k : b_k + p]  # indexed by j alone: vectorizes
                 for j in range(p):
-                    row_sum[j] += aik * b_storage[b_k + j]
+                    row_sum[j] += aik * b_k_row[j]
             else:
                 for j in range(p):
                     row_sum[j] += aik * b_storage[b_k + j * b_col]
         for j in range(p):
             out[o_base + j * o_col] = row_sum[j]
+    # END SOLUTION
+
+
+@njit(parallel=True, cache=True)
+def tensor_matrix_multiply_kernel(
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    a_storage: Storage, a_shape: Shape, a_strides: Strides,
+    b_storage: Storage, b_shape: Shape, b_strides: Strides,
+) -> None:  # fmt: skip
+    """``out[..., i, j] = sum_k a[..., i, k] * b[..., k, j]`` with batch dimensions
+    broadcast, in parallel over chunks of output rows (every batch and ``i``). The
+    index functions run once per row; the inner loops step through storage by strides,
+    in i-k-j order: the innermost loop walks a row of ``b`` and a row of ``out``
+    (stride 1 when contiguous, which LLVM vectorizes). Under :data:`PARALLEL_MIN`
+    multiply-adds it runs on the calling thread."""
+    # BEGIN SOLUTION 2.2
+    dims = len(out_shape)
+    p = out_shape[dims - 1]
+    m = a_shape[len(a_shape) - 1]
+    rows = size_of(out_shape) // p if p > 0 else 0
+    a = (a_storage, a_shape, a_strides)
+    b = (b_storage, b_shape, b_strides)
+    if rows * m * p < PARALLEL_MIN:
+        matmul_rows(out, out_shape, out_strides, *a, *b, 0, rows)
+        return
+    per_chunk = (rows + 63) // 64  # about 64 parallel iterations
+    for chunk in prange((rows + per_chunk - 1) // per_chunk):
+        lo, hi = chunk * per_chunk, min(rows, (chunk + 1) * per_chunk)
+        matmul_rows(out, out_shape, out_strides, *a, *b, lo, hi)
     # END SOLUTION
 
 
@@ -650,7 +718,7 @@ class FastOps(TensorOps):
 
     @staticmethod
     def matrix_multiply(a: Tensor, b: Tensor) -> Tensor:
-        out = a.zeros(matmul_shape(a.shape, b.shape))
+        out = a.empty(matmul_shape(a.shape, b.shape))  # both kernels write every entry
         if not out.size:
             return out
         n, m, p = a.shape[-2], a.shape[-1], b.shape[-1]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gc
+import importlib.util
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,13 +37,19 @@ from module0.scalar_nn import ScalarNetwork
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_nn import MLP, binary_cross_entropy_with_logits
 from module1.tensor_ops import SimpleBackend, TensorBackend
-from module2.fast_ops import FastTensorBackend
-from module2.fast_optim import FastAdam, FastSGD
 from project import train_scalar
 from project.plots import plot_classifier
 
-TENSOR_BACKENDS: dict[str, TensorBackend] = {"simple": SimpleBackend, "fast": FastTensorBackend}
+HAVE_STAGE2 = importlib.util.find_spec("module2") is not None
+"""False in a handout released ``--through 1``: no fast backend, simple is the default."""
+
+TENSOR_BACKENDS: dict[str, TensorBackend] = {"simple": SimpleBackend}
 """Tensor backends by command-line name (later stages add theirs)."""
+if HAVE_STAGE2:
+    from module2.fast_ops import FastTensorBackend
+    from module2.fast_optim import FastAdam, FastSGD
+
+    TENSOR_BACKENDS["fast"] = FastTensorBackend
 BACKENDS = ("scalar", *TENSOR_BACKENDS)
 
 
@@ -50,7 +57,7 @@ BACKENDS = ("scalar", *TENSOR_BACKENDS)
 class Config:
     """Everything a run depends on; the defaults are the documented ones."""
 
-    backend: str = "fast"
+    backend: str = "fast" if HAVE_STAGE2 else "simple"
     dataset: str = "xor"
     points: int = 50
     hidden: int = 10
@@ -150,7 +157,7 @@ def make_trainer(config: Config, data: Graph) -> Trainer:
 def make_optimizer(config: Config, model: Module) -> Optimizer:
     """Adam or SGD; on the fast backend (unless ``fused`` is off) the fused versions of
     task 2.4, one compiled kernel call per parameter per step."""
-    fused = config.fused and config.backend == "fast"
+    fused = config.fused and config.backend == "fast" and HAVE_STAGE2
     if config.optimizer == "adam":
         return (FastAdam if fused else Adam)(model.parameters(), lr=config.lr)
     if config.optimizer == "sgd":
