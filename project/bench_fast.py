@@ -9,8 +9,7 @@ process). Sections:
 
 * ``matmul``  square float64 products at 128, 256, 512, 1024: two plain Numba loops on
   2-D arrays that differ only in loop order (textbook i-j-k, and i-k-j), task 2.2's
-  kernel, task 2.3's packed kernel (also compiled for 256-bit vectors, see
-  ``module2/codegen.py``), NumPy as installed, and NumPy with
+  kernel, task 2.3's packed kernel, NumPy as installed, and NumPy with
   ``OPENBLAS_CORETYPE=SkylakeX`` (OpenBLAS's AVX-512 kernels, which it does not pick by
   itself on some AVX-512 CPUs; the practical ceiling). GFLOP/s and ratios.
 * ``elementwise``  map (relu, exp), zip (mul) and reduce (sum over each dim) on
@@ -283,9 +282,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "i-k-j": run_worker(["matmul", "i-k-j", sizes, rep]),
             "2.2": run_worker(["matmul", "2.2", sizes, rep]),
             "2.3": run_worker(["matmul", "2.3", sizes, rep]),
-            "2.3 256-bit": run_worker(
-                ["matmul", "2.3", sizes, rep], {"MINITORCH_VECTOR_BITS": "256"}
-            ),
             "numpy": run_worker(["matmul", "numpy", sizes, rep]),
             "numpy SkylakeX": run_worker(
                 ["matmul", "numpy", sizes, rep], {"OPENBLAS_CORETYPE": "SkylakeX"}
