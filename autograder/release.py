@@ -26,7 +26,9 @@ naming the task, file and test when any check does not hold:
 
 from __future__ import annotations
 
+import os
 import shutil
+import site
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -186,18 +188,21 @@ def verify(
 
     stages = sorted({t.stage for t in tasks})
     imports = "; ".join(f"import module{s}" for s in stages) or "pass"
+    # -S with the site-packages folders on PYTHONPATH: no .pth file runs, so an editable
+    # install of the reference cannot stand in for a module the handout lacks.
+    path = [str(report.out_dir), *site.getsitepackages(), site.getusersitepackages()]
     proc = subprocess.run(
-        [sys.executable, "-c", imports], cwd=report.out_dir, capture_output=True, text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(report.out_dir), "MPLBACKEND": "Agg",
-             "PYTHONDONTWRITEBYTECODE": "1"},
-        timeout=600,
+        [sys.executable, "-S", "-c", imports], cwd=report.out_dir, capture_output=True,
+        text=True, timeout=600,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(path),
+             "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"},
     )  # fmt: skip
     if proc.returncode != 0:
         raise ReleaseError(f"the handout does not import ({imports}):\n{proc.stderr[-3000:]}")
     expression = _graded_expression(tasks)
     handout = run_pytest(
         report.out_dir, ["tests", "-m", expression, "-q"],
-        timeout=timeout, env={"HYPOTHESIS_PROFILE": "verify"},
+        timeout=timeout, no_site=True, env={"HYPOTHESIS_PROFILE": "verify"},
     )  # fmt: skip
     if handout.collected is None or handout.collect_errors:
         detail = "\n".join(handout.collect_errors) or handout.output[-3000:]

@@ -273,15 +273,19 @@ def run_pytest(
     memory_mb: int | None = None,
     signed: bool = False,
     isolate_conftest: bool = False,
+    no_site: bool = False,
     env: dict[str, str] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Run ``python -m pytest <args>`` in ``tree`` and return its verified report.
 
     ``isolate_conftest`` loads no conftest.py and pins the configuration (no ini file
-    from the tree is read); ``signed`` hands the child a fresh secret and accepts only
-    report lines signed with it.
+    from the tree is read); it implies ``no_site``: no site processing (``-S``), so no
+    editable-install finder can import a package the tree lacks from another checkout.
+    ``signed`` hands the child a fresh secret and accepts only report lines signed
+    with it.
     """
+    no_site = no_site or isolate_conftest
     start = time.monotonic()
     if signed:  # graded code: catch what it detaches, see kill_strays below
         become_subreaper()
@@ -292,7 +296,7 @@ def run_pytest(
         # Graded runs skip site processing (-S): no .pth file runs, so no editable-install
         # finder can lead the graded code to the grader's own tree; the site-packages
         # folders are put on PYTHONPATH instead.
-        python = [sys.executable, "-S"] if isolate_conftest else [sys.executable]
+        python = [sys.executable, "-S"] if no_site else [sys.executable]
         cmd = [*python, "-m", "pytest", "-p", "autograder.pytest_plugin",
                "--minitorch-report", str(report), "-p", "no:cacheprovider",
                f"--rootdir={tree}"]  # fmt: skip
@@ -316,7 +320,7 @@ def run_pytest(
         log_path = private / "output.log"
         with open(log_path, "wb") as log_file:
             proc = subprocess.Popen(
-                cmd, cwd=tree, env=child_env(tree, private, env, isolate_conftest),
+                cmd, cwd=tree, env=child_env(tree, private, env, no_site),
                 stdin=subprocess.DEVNULL,
                 stdout=log_file, stderr=subprocess.STDOUT, pass_fds=pass_fds,
                 preexec_fn=_limits(memory_mb),
