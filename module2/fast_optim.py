@@ -179,6 +179,23 @@ def _prepare(parameters: list[Parameter]) -> list[tuple[int, Parameter, Storage,
     return work
 
 
+def _state(
+    states: list[Any], index: int, parameter: Parameter, size: int, what: str
+) -> tuple[np.ndarray, bool]:
+    """``states[index]``, one optimizer state array of a parameter of ``size`` entries,
+    made (zeros) at its first step; and whether it existed before this step."""
+    state = states[index]
+    if state is None:
+        states[index] = state = np.zeros(size)
+        return state, False
+    if state.size != size:
+        raise ShapeError(
+            f"{_describe(index, parameter)} now has {size} entries, its {what} {state.size}: "
+            "make a new optimizer after replacing a parameter"
+        )
+    return state, True
+
+
 class FastAdam(Adam):
     """Stage 0's :class:`~module0.optim.Adam` with a fused step: one
     :func:`adam_update` call per parameter.
@@ -210,15 +227,8 @@ class FastAdam(Adam):
         """Update every parameter that has a gradient: one kernel call each."""
         beta1, beta2 = self.betas
         for i, p, param, grad in _prepare(self.parameters):
-            m, v = self.first_moment[i], self.second_moment[i]
-            if m is None or m.size != param.size:
-                if m is not None:
-                    raise ShapeError(
-                        f"{_describe(i, p)} now has {param.size} entries, its moments "
-                        f"{m.size}: make a new optimizer after replacing a parameter"
-                    )
-                m = self.first_moment[i] = np.zeros(param.size)
-                v = self.second_moment[i] = np.zeros(param.size)
+            m, _ = _state(self.first_moment, i, p, param.size, "first moment")
+            v, _ = _state(self.second_moment, i, p, param.size, "second moment")
             self.steps[i] += 1
             adam_update(param, grad, m, v, self.lr, beta1, beta2, self.eps, self.steps[i])
 
@@ -239,16 +249,7 @@ class FastSGD(SGD):
     def step(self) -> None:
         """Move every parameter that has a gradient: one kernel call each."""
         for i, p, param, grad in _prepare(self.parameters):
-            velocity = _NO_VELOCITY
-            has_velocity = False
+            velocity, has_velocity = _NO_VELOCITY, False
             if self.momentum:
-                velocity = self.velocity[i]
-                has_velocity = velocity is not None
-                if velocity is None or velocity.size != param.size:
-                    if velocity is not None:
-                        raise ShapeError(
-                            f"{_describe(i, p)} now has {param.size} entries, its velocity "
-                            f"{velocity.size}: make a new optimizer after replacing a parameter"
-                        )
-                    velocity = self.velocity[i] = np.empty(param.size)
+                velocity, has_velocity = _state(self.velocity, i, p, param.size, "velocity")
             sgd_update(param, grad, velocity, self.lr, self.momentum, has_velocity)
