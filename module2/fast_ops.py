@@ -398,6 +398,11 @@ LANES = 64
 """Interleaved partial folds in :func:`fold_contiguous`."""
 
 
+fold_lanes = njit(inline="always")(fold_loop.py_func)
+""":func:`fold_loop` inlined, for the call sites that run it once per short row (a call
+there costs as much as the work)."""
+
+
 @njit
 def fold_contiguous(op: int, x: Storage) -> float:
     """``binary(op, .)`` folded over the 1-D ``x`` (at least one entry), regrouped into
@@ -412,7 +417,7 @@ def fold_contiguous(op: int, x: Storage) -> float:
     lanes = x[:LANES].copy()
     full = n // LANES * LANES
     for lo in range(LANES, full, LANES):
-        fold_loop(op, lanes, x[lo : lo + LANES])
+        fold_lanes(op, lanes, x[lo : lo + LANES])
     acc = lanes[0]
     for i in range(1, LANES):
         acc = binary(op, acc, lanes[i])
@@ -434,18 +439,19 @@ def is_contiguous(shape: Shape, strides: Strides) -> bool:
 
 @njit
 def fold_rows(
-    op: int, out: Storage, a_storage: Storage, n: int, inner: int, job: int, blocks: int
+    op: int, out: Storage, a_storage: Storage, n: int, inner: int, job: int, width: int
 ) -> None:
     """Job ``job`` of the rows path of :func:`tensor_reduce_kernel`: one block of
-    outputs ``out[o, lo:hi]`` of a contiguous ``(outer, n, inner)`` input, folded row by
-    row (each fold in order, the loop over the block vectorized)."""
+    ``width`` outputs ``out[o, lo:hi]`` of a contiguous ``(outer, n, inner)`` input,
+    folded row by row (each fold in order, the loop over the block vectorized)."""
     # BEGIN SOLUTION 2.1
+    blocks = (inner + width - 1) // width
     o, block = job // blocks, job % blocks
-    lo, hi = block * BLOCK, min(inner, (block + 1) * BLOCK)
+    lo, hi = block * width, min(inner, (block + 1) * width)
     acc = out[o * inner + lo : o * inner + hi]
     for k in range(n):
         row = (o * n + k) * inner
-        fold_loop(op, acc, a_storage[row + lo : row + hi])
+        fold_lanes(op, acc, a_storage[row + lo : row + hi])
     # END SOLUTION
 
 
@@ -517,14 +523,16 @@ def tensor_reduce_kernel(
     for dim in range(reduce_dim + 1, len(a_shape)):
         inner *= a_shape[dim]
     if inner > 1 and is_contiguous(a_shape, a_strides) and is_contiguous(out_shape, out_strides):
-        blocks = (inner + BLOCK - 1) // BLOCK
-        jobs = size // inner * blocks
+        # Blocks of outputs: at most BLOCK wide, and at least 8 of them for each outer
+        # index (so one wide row of outputs still keeps every core busy).
+        width = min(BLOCK, max(LANES, (inner + 7) // 8))
+        jobs = size // inner * ((inner + width - 1) // width)
         if serial:
             for job in range(jobs):
-                fold_rows(op, out, a_storage, n, inner, job, blocks)
+                fold_rows(op, out, a_storage, n, inner, job, width)
             return
         for job in prange(jobs):
-            fold_rows(op, out, a_storage, n, inner, job, blocks)
+            fold_rows(op, out, a_storage, n, inner, job, width)
         return
     parts = max(1, min(parts, n))
     jobs = size * parts
