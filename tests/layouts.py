@@ -1,5 +1,6 @@
-"""Shared test helpers for tensors: broadcasting shape pairs, and random strided layouts
-built and read with NumPy alone (so the oracle never runs the code under test).
+"""Shared test helpers for tensors: entry values, broadcasting shape pairs, and random
+strided layouts built and read with NumPy alone (so the oracle never runs the code under
+test).
 
 A *layout* is ``(order, step)``: the values are stored permuted by ``order`` (so the
 tensor is non-contiguous unless ``order`` is the identity) with ``step - 1`` unused slots,
@@ -19,6 +20,12 @@ from module1.tensor_ops import SimpleBackend, TensorBackend
 
 Shape = tuple[int, ...]
 Layout = tuple[tuple[int, ...], int]
+
+floats = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False)
+# Repeated values make ties for ==, <, max and is_close.
+values = st.one_of(st.sampled_from([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]), floats)
+positive = st.floats(min_value=0.1, max_value=10.0)
+nonzero = st.one_of(st.floats(min_value=0.25, max_value=10.0), st.floats(-10.0, -0.25))
 
 
 def broadcast_pairs(

@@ -31,7 +31,18 @@ from module1.tensor_ops import (
     tensor_reduce,
     tensor_zip,
 )
-from tests.layouts import broadcast_pairs, gaps, ints, layouts, make, read, strided
+from tests.layouts import (
+    broadcast_pairs,
+    gaps,
+    ints,
+    layouts,
+    make,
+    nonzero,
+    positive,
+    read,
+    strided,
+    values,
+)
 from tests.strict import exact_int, exact_tensor, exact_tuple
 
 pytestmark = pytest.mark.task1_3
@@ -43,11 +54,6 @@ one outermost) and the step between neighbouring storage slots (2 leaves a gap).
 
 sizes = st.integers(min_value=1, max_value=4)
 shapes = st.lists(sizes, min_size=1, max_size=4).map(tuple)
-floats = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False)
-# Repeated values make ties for ==, <, max and is_close.
-values = st.one_of(st.sampled_from([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]), floats)
-positive = st.floats(min_value=0.1, max_value=10.0)
-nonzero = st.one_of(st.floats(min_value=0.25, max_value=10.0), st.floats(-10.0, -0.25))
 
 
 @st.composite

@@ -61,7 +61,19 @@ from module2.fast_ops import (
     tensor_reduce_kernel,
     tensor_zip_kernel,
 )
-from tests.layouts import Layout, broadcast_pairs, gaps, ints, layouts, make, read, strided
+from tests.layouts import (
+    Layout,
+    broadcast_pairs,
+    gaps,
+    ints,
+    layouts,
+    make,
+    nonzero,
+    positive,
+    read,
+    strided,
+    values,
+)
 from tests.strict import exact_tensor
 
 Shape = tuple[int, ...]
@@ -76,11 +88,6 @@ ATOL = 1e-12
 
 sizes = st.integers(min_value=1, max_value=5)
 shapes = st.lists(sizes, min_size=1, max_size=4).map(tuple)
-floats = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False)
-# Repeated values make ties for ==, <, max and is_close.
-values = st.one_of(st.sampled_from([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]), floats)
-positive = st.floats(min_value=0.1, max_value=10.0)
-nonzero = st.one_of(st.floats(min_value=0.25, max_value=10.0), st.floats(-10.0, -0.25))
 near = st.one_of(values, st.floats(-0.03, 0.03))
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
