@@ -26,6 +26,7 @@ that code inside that process (the submission runs there too) did not misuse it.
 from __future__ import annotations
 
 import builtins
+import ctypes
 import hashlib
 import hmac
 import json
@@ -49,6 +50,33 @@ _GUARDED_HOOKS = (
     "pytest_runtest_logreport",
     "pytest_report_teststatus",
 )
+
+
+def gpu_present() -> bool:
+    """True when the NVIDIA driver reports a GPU. Asked of the driver library through
+    ctypes, so Numba is not imported (it must not be before the switch below)."""
+    try:
+        driver = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+        count = ctypes.c_int(0)
+        return bool(
+            driver.cuInit(0) == 0
+            and driver.cuDeviceGetCount(ctypes.byref(count)) == 0
+            and count.value > 0
+        )
+    except (OSError, AttributeError):
+        return False
+
+
+def use_cuda_simulator_without_gpu() -> None:
+    """Run stage 3's CUDA kernels on Numba's simulator where no GPU is present: set
+    ``NUMBA_ENABLE_CUDASIM=1`` unless the variable is already set (either way) or a GPU
+    is found. Numba reads it once, when imported, so this runs when this module is
+    imported: by ``tests/conftest.py`` and by the grader, before any test module."""
+    if "NUMBA_ENABLE_CUDASIM" not in os.environ:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "0" if gpu_present() else "1"
+
+
+use_cuda_simulator_without_gpu()
 
 
 def register_markers(config: pytest.Config) -> None:

@@ -277,6 +277,34 @@ TASKS: tuple[Task, ...] = (
         files=("module2/fast_optim.py",),
         functions=("module2.fast_optim:adam_update", "module2.fast_optim:sgd_update"),
     ),
+    Task(
+        id="3.1",
+        title="CUDA map and zip",
+        points=10,
+        files=("module3/cuda_ops.py",),
+        functions=("module3.cuda_ops:tensor_map", "module3.cuda_ops:tensor_zip"),
+    ),
+    Task(
+        id="3.2",
+        title="CUDA reduce with shared memory",
+        points=10,
+        files=("module3/cuda_ops.py",),
+        functions=("module3.cuda_ops:sum_practice", "module3.cuda_ops:tensor_reduce"),
+    ),
+    Task(
+        id="3.3",
+        title="CUDA matmul with shared-memory tiles",
+        points=15,
+        files=("module3/cuda_ops.py",),
+        functions=("module3.cuda_ops:tensor_matrix_multiply",),
+    ),
+    Task(
+        id="3.4",
+        title="Training on the CUDA backend",
+        points=5,
+        files=("module3/cuda_optim.py",),
+        functions=("module3.cuda_optim:adam_kernel", "module3.cuda_optim:sgd_kernel"),
+    ),
 )
 
 

@@ -26,13 +26,14 @@ from module1.tensor_data import (
     strides_from_shape,
     to_index,
 )
-from module1.tensor_functions import Function, grad_check, unbroadcast
+from module1.tensor_functions import BackendError, Function, grad_check, unbroadcast
 from module1.tensor_nn import MLP, Linear, binary_cross_entropy_with_logits
 from module1.tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 
 __all__ = [
     *_stage0,
     "MLP",
+    "BackendError",
     "Function",
     "IndexingError",
     "Linear",

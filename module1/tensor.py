@@ -100,7 +100,7 @@ class Tensor(Variable):
             raise ShapeError(
                 f"item() needs a tensor with one entry, this one has shape {self.shape}"
             )
-        return float(self._tensor._storage[self._tensor.index((0,) * self.dims)])
+        return self._tensor.get((0,) * self.dims)
 
     def _key(self, key: int | Sequence[int]) -> tuple[int, ...]:
         index = (key,) if isinstance(key, int | np.integer) else tuple(key)
@@ -128,7 +128,8 @@ class Tensor(Variable):
 
     def to_numpy(self) -> npt.NDArray[np.float64]:
         """A NumPy copy of the values, in this tensor's shape."""
-        storage, shape, strides = self._tensor.tuple()
+        _, shape, strides = self._tensor.tuple()
+        storage = self._tensor.host_storage()
         view = np.lib.stride_tricks.as_strided(
             storage, shape, tuple(s * storage.itemsize for s in strides)
         )
@@ -191,7 +192,7 @@ class Tensor(Variable):
 
     def fill_(self, value: float) -> Tensor:
         """Set every entry of the storage to ``value`` (in place; no graph)."""
-        self._tensor._storage[:] = value
+        self._tensor.fill(value)
         return self
 
     def _reshaped(self, shape: Sequence[int]) -> Tensor:

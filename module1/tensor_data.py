@@ -113,6 +113,13 @@ def broadcast_index(big_index: Index, big_shape: Shape, shape: Shape, out_index:
 # ## TensorData
 
 
+def is_device_array(storage: object) -> bool:
+    """True for an array in GPU memory (a Numba CUDA device array, stage 3), which
+    TensorData keeps as it is; everything else becomes a NumPy array. Duck-typed, so
+    this stage needs no GPU library: a device array is what copies itself to the host."""
+    return not isinstance(storage, np.ndarray) and hasattr(storage, "copy_to_host")
+
+
 class TensorData:
     """A flat float64 storage viewed through a shape and strides."""
 
@@ -122,8 +129,13 @@ class TensorData:
         shape: UserShape,
         strides: UserStrides | None = None,
     ) -> None:
-        array = np.ascontiguousarray(storage, dtype=np.float64)
-        self._storage: Storage = array if array.ndim == 1 else array.reshape(-1)
+        if is_device_array(storage):  # a GPU array (stage 3): kept where it is
+            if storage.ndim != 1:  # type: ignore[union-attr]
+                raise ShapeError(f"a device storage must be 1-D, got {storage.ndim} dimensions")  # type: ignore[union-attr]
+            self._storage: Storage = storage  # type: ignore[assignment]
+        else:
+            array = np.ascontiguousarray(storage, dtype=np.float64)
+            self._storage = array if array.ndim == 1 else array.reshape(-1)
         shape = tuple(map(int, shape))
         if shape and min(shape) < 0:
             raise ShapeError(f"a shape cannot have a negative size: {shape}")
@@ -181,11 +193,31 @@ class TensorData:
             yield tuple(int(i) for i in out)
         # END SOLUTION
 
+    def host_storage(self) -> Storage:
+        """The storage as a NumPy array: the storage itself, or a copy of a device array
+        (read-only use: writing to the copy changes nothing)."""
+        if is_device_array(self._storage):
+            return self._storage.copy_to_host()  # type: ignore[attr-defined]
+        return self._storage
+
+    def fill(self, value: float, position: int | None = None) -> None:
+        """Set one storage position (or, with ``position`` None, every one) to ``value``,
+        on the host or on the device."""
+        if is_device_array(self._storage):
+            host = self._storage.copy_to_host()  # type: ignore[attr-defined]
+            host[slice(None) if position is None else position] = value
+            self._storage.copy_to_device(host)  # type: ignore[attr-defined]
+        else:
+            self._storage[slice(None) if position is None else position] = value
+
     def get(self, key: UserIndex) -> float:
-        return float(self._storage[self.index(key)])
+        position = self.index(key)
+        if is_device_array(self._storage):
+            return float(self._storage[position : position + 1].copy_to_host()[0])  # type: ignore[attr-defined]
+        return float(self._storage[position])
 
     def set(self, key: UserIndex, value: float) -> None:
-        self._storage[self.index(key)] = value
+        self.fill(value, self.index(key))
 
     def permute(self, *order: int) -> TensorData:
         """A view with the dimensions reordered: dimension ``d`` of the result is

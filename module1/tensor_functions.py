@@ -18,12 +18,29 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from module0.autodiff import Context, Variable, grad_mode, no_grad
-from module0.errors import ForwardTypeError
+from module0.errors import ForwardTypeError, MiniTorchError
 from module1.tensor_data import ShapeError, TensorData
 from module1.tensor_ops import matmul_shape
 
 if TYPE_CHECKING:
     from module1.tensor import Tensor
+
+
+class BackendError(MiniTorchError, TypeError):
+    """Tensors of different backends met in one operation."""
+
+
+def _same_backend(name: str, inputs: tuple[Variable, ...]) -> None:
+    """BackendError naming the operation and both backends unless every tensor input
+    is on one backend: a GPU kernel cannot read host memory, nor a CPU kernel device
+    memory, and a silent copy would hide where the time goes."""
+    backends = [getattr(t, "backend", None) for t in inputs]
+    for i, backend in enumerate(backends[1:], 1):
+        if backend is not backends[0]:
+            raise BackendError(
+                f"{name}: input 0 is on {backends[0]!r} and input {i} on {backend!r}; "
+                "make both tensors with the same backend= (tensor(..., backend=...))"
+            )
 
 
 class Function:
@@ -44,6 +61,7 @@ class Function:
         and, when one of them requires a gradient (and grad mode is on), attach the
         operation's Context to the result."""
         inputs = tuple(v for v in vals if isinstance(v, Variable))
+        _same_backend(cls.__name__, inputs)
         need_grad = grad_mode.enabled and any(t.requires_grad for t in inputs)
         args = [v.detach() if isinstance(v, Variable) else v for v in vals]  # type: ignore[attr-defined]
         ctx = Context(cls, inputs if need_grad else ())

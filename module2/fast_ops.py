@@ -54,18 +54,24 @@ if TYPE_CHECKING:
 cache.install()
 
 
-def jit_functions(module: types.ModuleType, names: Iterable[str]) -> dict[str, Any]:
-    """Compile the functions ``names`` of ``module`` with ``njit(inline="always")``.
+def jit_functions(
+    module: types.ModuleType,
+    names: Iterable[str],
+    decorator: Callable[[Callable[..., Any]], Any] | None = None,
+) -> dict[str, Any]:
+    """Compile the functions ``names`` of ``module`` with ``decorator``, by default
+    ``njit(inline="always")`` (stage 3 passes ``cuda.jit(device=True)``).
 
     They may call each other (``log_back`` calls ``inv``): each is rebuilt from its own
     code object over a shared namespace in which every listed name is its compiled
     version, so Numba resolves those calls to compiled code."""
+    jit = decorator if decorator is not None else njit(inline="always")
     namespace: dict[str, Any] = dict(vars(module))
     compiled: dict[str, Any] = {}
     for name in names:
         fn = getattr(module, name)
         clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__)
-        compiled[name] = njit(inline="always")(clone)
+        compiled[name] = jit(clone)
     namespace.update(compiled)
     return compiled
 
@@ -75,14 +81,14 @@ to_index = _index["to_index"]
 index_to_position = _index["index_to_position"]
 broadcast_index = _index["broadcast_index"]
 
-_UNARY_NAMES = ("neg", "sigmoid", "relu", "log", "exp", "id", "inv", "tanh")
-_BINARY_NAMES = (
+UNARY_NAMES = ("neg", "sigmoid", "relu", "log", "exp", "id", "inv", "tanh")
+BINARY_NAMES = (
     "add", "mul", "lt", "eq", "max", "power", "relu_back", "log_back", "inv_back", "is_close",
 )  # fmt: skip
-_ops = jit_functions(operators, _UNARY_NAMES + _BINARY_NAMES)
-_neg, _sigmoid, _relu, _log, _exp, _id, _inv, _tanh = (_ops[n] for n in _UNARY_NAMES)
+_ops = jit_functions(operators, UNARY_NAMES + BINARY_NAMES)
+_neg, _sigmoid, _relu, _log, _exp, _id, _inv, _tanh = (_ops[n] for n in UNARY_NAMES)
 _add, _mul, _lt, _eq, _max, _power, _relu_back, _log_back, _inv_back, _is_close = (
-    _ops[n] for n in _BINARY_NAMES
+    _ops[n] for n in BINARY_NAMES
 )
 
 # Op codes: the float function each kernel applies.
@@ -93,10 +99,10 @@ OP_NEG, OP_SIGMOID, OP_RELU, OP_LOG, OP_EXP, OP_ID, OP_INV, OP_TANH = range(8)
 ) = range(10)  # fmt: skip
 
 UNARY_OPS: dict[Callable[..., Any], int] = {
-    getattr(operators, name): code for code, name in enumerate(_UNARY_NAMES)
+    getattr(operators, name): code for code, name in enumerate(UNARY_NAMES)
 }
 BINARY_OPS: dict[Callable[..., Any], int] = {
-    getattr(operators, name): code for code, name in enumerate(_BINARY_NAMES)
+    getattr(operators, name): code for code, name in enumerate(BINARY_NAMES)
 }
 BINARY_OPS[is_close_float] = OP_IS_CLOSE
 

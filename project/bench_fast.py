@@ -161,15 +161,15 @@ def work_elementwise(kind: str, sizes: Sequence[int], repeats: int) -> dict[str,
     return out
 
 
-def work_train(kind: str, repeats: int) -> dict[str, float]:
+def work_train(kind: str, repeats: int, points: int = 50, hidden: int = 100) -> dict[str, float]:
+    """One epoch of the split classifier (2-hidden-hidden-1, ``points`` points, Adam)."""
     import numpy as np
 
     from module0.datasets import load_dataset
 
-    data = load_dataset("split", 50, 0)
+    data = load_dataset("split", points, 0)
     X = np.array(data.X, dtype=np.float64)
     y = np.array(data.y, dtype=np.float64).reshape(-1, 1)
-    hidden = 100
     if kind == "torch":
         import torch
 
@@ -192,7 +192,7 @@ def work_train(kind: str, repeats: int) -> dict[str, float]:
     else:
         from project.train import TENSOR_BACKENDS, Config, TensorTrainer, make_optimizer
 
-        config = Config(backend=kind, dataset="split", hidden=hidden)
+        config = Config(backend=kind, dataset="split", points=points, hidden=hidden)
         trainer = TensorTrainer(config, data, TENSOR_BACKENDS[kind])
         optimizer = make_optimizer(config, trainer.model)
 
@@ -347,7 +347,7 @@ def worker_main(args: list[str], repeats: int) -> int:
     elif kind == "elementwise":
         result = work_elementwise(args[1], [int(s) for s in args[2].split(",")], int(args[3]))
     elif kind == "train":
-        result = work_train(args[1], int(args[2]))
+        result = work_train(args[1], *map(int, args[2:5]))  # kind, repeats[, points, hidden]
     elif kind == "startup":
         result = work_startup()
     else:

@@ -3,10 +3,13 @@
     python -m project.train --dataset split
 
 Backends: ``fast`` (the default; stage 2: tensors on the Numba backend, updated by the
-fused FastAdam / FastSGD of task 2.4; the first run compiles the kernels), ``simple``
-(stage 1: the same tensors on SimpleBackend, pure Python) and ``scalar`` (stage 0: every
-weight a Scalar, one example at a time). ``--no-fused`` makes the fast backend use stage
-0's Adam / SGD instead (an Adam step is then 18 tensor operations per parameter).
+fused FastAdam / FastSGD of task 2.4; the first run compiles the kernels), ``cuda``
+(stage 3: the tensors in GPU memory, CUDA kernels, the fused CudaAdam / CudaSGD of task
+3.4; needs an NVIDIA GPU, or NUMBA_ENABLE_CUDASIM=1 for Numba's slow CUDA simulator),
+``simple`` (stage 1: the same tensors on SimpleBackend, pure Python) and ``scalar``
+(stage 0: every weight a Scalar, one example at a time). ``--no-fused`` makes the fast
+and cuda backends use stage 0's Adam / SGD instead (an Adam step is then 18 tensor
+operations per parameter).
 Defaults: 50 points (seed 0), hidden size 10 (2-10-10-1: ReLU, ReLU, sigmoid), Adam with
 lr 0.1, 250 full-batch epochs, binary cross-entropy. Prints the time per epoch and writes
 ``runs/<backend>_<dataset>/log.csv`` (loss and accuracy per epoch) and ``figure.png``
@@ -45,11 +48,21 @@ HAVE_STAGE2 = importlib.util.find_spec("module2") is not None
 
 TENSOR_BACKENDS: dict[str, TensorBackend] = {"simple": SimpleBackend}
 """Tensor backends by command-line name (later stages add theirs)."""
+FUSED: dict[str, tuple[type[Adam], type[SGD]]] = {}
+"""The fused (Adam, SGD) of a tensor backend that has them, by command-line name."""
 if HAVE_STAGE2:
     from module2.fast_ops import FastTensorBackend
     from module2.fast_optim import FastAdam, FastSGD
 
     TENSOR_BACKENDS["fast"] = FastTensorBackend
+    FUSED["fast"] = (FastAdam, FastSGD)
+HAVE_STAGE3 = importlib.util.find_spec("module3") is not None
+if HAVE_STAGE3:
+    from module3.cuda_ops import CudaTensorBackend, CudaUnavailableError, require_cuda, to_cuda
+    from module3.cuda_optim import CudaAdam, CudaSGD
+
+    TENSOR_BACKENDS["cuda"] = CudaTensorBackend
+    FUSED["cuda"] = (CudaAdam, CudaSGD)
 BACKENDS = ("scalar", *TENSOR_BACKENDS)
 
 
@@ -70,7 +83,8 @@ class Config:
     log_every: int = 25
     figure: bool = True
     fused: bool = True
-    """On the fast backend: FastAdam / FastSGD (task 2.4), else stage 0's Adam / SGD."""
+    """On the fast / cuda backend: the fused optimizers (tasks 2.4, 3.4), else stage 0's
+    Adam / SGD."""
 
 
 @dataclass
@@ -136,6 +150,8 @@ class TensorTrainer:
         self.backend = backend
         self.X = from_numpy(np.array(data.X, dtype=np.float64), backend)
         self.y = from_numpy(np.array(data.y, dtype=np.float64).reshape(-1, 1), backend)
+        if backend.cuda:  # the data to GPU memory once, not at every step
+            self.X, self.y = to_cuda(self.X), to_cuda(self.y)
 
     def epoch(self, optimizer: Optimizer) -> tuple[float, float]:
         return tensor_epoch(self.model, self.X, self.y, optimizer)
@@ -155,15 +171,13 @@ def make_trainer(config: Config, data: Graph) -> Trainer:
 
 
 def make_optimizer(config: Config, model: Module) -> Optimizer:
-    """Adam or SGD; on the fast backend (unless ``fused`` is off) the fused versions of
-    task 2.4, one compiled kernel call per parameter per step."""
-    fused = config.fused and config.backend == "fast" and HAVE_STAGE2
+    """Adam or SGD; on the fast and cuda backends (unless ``fused`` is off) the fused
+    versions of tasks 2.4 and 3.4, one kernel call per parameter per step."""
+    adam, sgd = FUSED.get(config.backend, (Adam, SGD)) if config.fused else (Adam, SGD)
     if config.optimizer == "adam":
-        return (FastAdam if fused else Adam)(model.parameters(), lr=config.lr)
+        return adam(model.parameters(), lr=config.lr)
     if config.optimizer == "sgd":
-        return (FastSGD if fused else SGD)(
-            model.parameters(), lr=config.lr, momentum=config.momentum
-        )
+        return sgd(model.parameters(), lr=config.lr, momentum=config.momentum)
     raise ValueError(f"unknown optimizer {config.optimizer!r}; choose adam or sgd")
 
 
@@ -248,7 +262,8 @@ def parse_args(argv: Sequence[str] | None = None, backend: str | None = None) ->
         "--no-fused",
         dest="fused",
         action="store_false",
-        help="fast backend: stage 0's Adam/SGD instead of FastAdam/FastSGD (task 2.4)",
+        help="fast / cuda backend: stage 0's Adam/SGD instead of the fused ones "
+        "(FastAdam/FastSGD, task 2.4; CudaAdam/CudaSGD, task 3.4)",
     )
     ns = ap.parse_args(argv)
     if ns.epochs < 1 or ns.points < 1 or ns.hidden < 1 or ns.log_every < 1:
@@ -258,6 +273,12 @@ def parse_args(argv: Sequence[str] | None = None, backend: str | None = None) ->
 
 def main(argv: Sequence[str] | None = None, backend: str | None = None) -> int:
     config = parse_args(argv, backend)
+    if config.backend == "cuda":
+        try:
+            require_cuda()
+        except CudaUnavailableError as err:
+            Console(stderr=True).print(f"error: {err}", markup=False, highlight=False)
+            return 2
     # The engine's graphs hold no reference cycles (reference counting frees them), so
     # the cyclic collector finds nothing in them; freezing the start-up heap stops its
     # periodic full collections from rescanning every imported module's objects.

@@ -93,13 +93,58 @@ def exact_tuple(value: Any, item: Check | None = None, what: str = "value") -> t
     return value
 
 
+# Numba's device array classes (stage 3): a storage of exactly one of these types is read
+# with that class's own ``copy_to_host``. Module and class names, so that Numba is
+# imported only when such a storage turns up (it then already is).
+_DEVICE_ARRAYS = (
+    ("numba.cuda.cudadrv.devicearray", "DeviceNDArray"),  # on a GPU
+    ("numba.cuda.simulator.cudadrv.devicearray", "FakeCUDAArray"),  # on the simulator
+)
+_COPY_TO_HOST: dict[type, Callable[..., Any]] = {}
+"""Each device array class's ``copy_to_host``, as found on the class at its first use."""
+
+
+def _device_copy(storage: Any, what: str) -> Any:
+    """A host copy of ``storage`` if its type is exactly one of Numba's device array
+    classes, made by that class's ``copy_to_host`` (taken from the class, and only if
+    Numba's module defines it: never a method looked up on the instance), else None."""
+    import importlib
+
+    import numpy as np
+
+    kind = type(storage)
+    for module_name, class_name in _DEVICE_ARRAYS:
+        if kind.__module__ != module_name or kind.__qualname__ != class_name:
+            continue
+        if kind is not getattr(importlib.import_module(module_name), class_name, None):
+            return None
+        copy = _COPY_TO_HOST.get(kind)
+        if copy is None:
+            copy = kind.copy_to_host
+            if getattr(copy, "__module__", None) != module_name:
+                raise AssertionError(
+                    f"{what}: {class_name}.copy_to_host is not Numba's (it comes from "
+                    f"{getattr(copy, '__module__', None)!r})"
+                )
+            _COPY_TO_HOST[kind] = copy
+        host = copy(storage)
+        if type(host) is not np.ndarray:
+            raise AssertionError(f"{what}: the device storage copied to {_describe(host)}")
+        return host
+    return None
+
+
 def exact_tensor(value: Any, what: str = "tensor") -> Any:
     """The values of ``value`` as a fresh NumPy array, if ``value`` is exactly a stage-1
-    ``Tensor`` over exactly a ``TensorData`` whose storage is exactly a float64
-    ``numpy.ndarray`` and whose shape and strides are tuples of exact ints.
+    ``Tensor`` over exactly a ``TensorData`` whose storage is a 1-D float64 array —
+    exactly a ``numpy.ndarray``, or exactly one of Numba's CUDA device array classes
+    (``DeviceNDArray``; ``FakeCUDAArray`` on the simulator) — and whose shape and
+    strides are tuples of exact ints.
 
     The array is read with NumPy alone (``as_strided`` over the storage, then copied),
-    so no method of the object under test runs; compare it with ``numpy.testing``.
+    so no method of the object under test runs; a device storage is first copied to a
+    fresh host array by its class's own ``copy_to_host``, taken from Numba's class, not
+    from the object. Compare the result with ``numpy.testing``.
     """
     import numpy as np
 
@@ -109,6 +154,16 @@ def exact_tensor(value: Any, what: str = "tensor") -> Any:
     _exact(value, Tensor, what)
     data = _exact(value._tensor, TensorData, f"{what}._tensor")
     storage = data._storage
+    if type(storage) is not np.ndarray:
+        host = _device_copy(storage, what)
+        if host is None:
+            raise AssertionError(
+                f"{what}: storage is {_describe(storage)}, not a numpy.ndarray or a Numba "
+                "device array"
+            )
+        if host.dtype != np.float64 or host.ndim != 1:
+            raise AssertionError(f"{what}: storage is not a 1-D float64 device array")
+        storage = np.array(host, dtype=np.float64, copy=True)
     if type(storage) is not np.ndarray or storage.dtype != np.float64 or storage.ndim != 1:
         raise AssertionError(f"{what}: storage is not a 1-D float64 numpy.ndarray")
     shape = exact_tuple(data.shape, exact_int, f"{what}.shape")

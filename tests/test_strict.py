@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from tests.strict import exact_bool, exact_float, exact_int, exact_list, exact_str, exact_tuple
+from tests.strict import (
+    exact_bool,
+    exact_float,
+    exact_int,
+    exact_list,
+    exact_str,
+    exact_tensor,
+    exact_tuple,
+)
 
 
 class YesMan:
@@ -162,3 +170,91 @@ def test_real_values_are_returned_unchanged() -> None:
     assert exact_tuple(pair) is pair
     assert exact_list([pair], item=exact_tuple)[0] is pair
     assert exact_tuple((1, 2), item=exact_int) == (1, 2)
+
+
+# -- exact_tensor: NumPy storages and Numba device arrays ---------------------------------
+
+
+def test_exact_tensor_reads_numpy_storage_through_its_strides() -> None:
+    import numpy as np
+
+    from module1.tensor import Tensor
+    from module1.tensor_data import TensorData
+
+    storage = np.arange(12.0)
+    t = Tensor(TensorData(storage, (3, 2), (1, 3)))  # a transposed view of a 2x3
+    got = exact_tensor(t)
+    assert type(got) is np.ndarray and got is not storage
+    np.testing.assert_array_equal(got, np.arange(6.0).reshape(2, 3).T)
+    t._tensor._storage = np.arange(12)  # ints
+    with pytest.raises(AssertionError, match=r"not a 1-D float64 numpy\.ndarray"):
+        exact_tensor(t)
+    with pytest.raises(AssertionError, match="expected exactly Tensor"):
+        exact_tensor(YesMan())
+
+
+def test_exact_tensor_reads_a_numba_device_storage_with_numbas_copy() -> None:
+    """A storage of exactly Numba's device array class (the simulator's without a GPU)
+    is copied to the host by the class's own ``copy_to_host``; look-alikes, subclasses,
+    other dtypes and a ``copy_to_host`` replaced on the class are refused."""
+    import numpy as np
+    from numba import cuda
+
+    from module1.tensor import Tensor
+    from module1.tensor_data import TensorData
+
+    device = cuda.to_device(np.arange(6.0))
+    kind = type(device)
+    t = Tensor(TensorData(device, (2, 3), (1, 2)))
+    got = exact_tensor(t)
+    assert type(got) is np.ndarray and got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.arange(6.0).reshape(3, 2).T)
+    got[:] = -1.0  # a fresh copy: the device array is not changed
+    np.testing.assert_array_equal(exact_tensor(t), np.arange(6.0).reshape(3, 2).T)
+
+    class LookAlike:
+        ndim = 1
+        dtype = np.float64
+
+        def copy_to_host(self) -> np.ndarray:
+            return np.zeros(6)
+
+    class Sub(kind):  # type: ignore[misc, valid-type]
+        def copy_to_host(self, *args: Any, **kwargs: Any) -> np.ndarray:
+            return np.zeros(6)
+
+    for fake, name in [(LookAlike(), "LookAlike"), (Sub.__new__(Sub), "Sub")]:
+        t._tensor._storage = fake
+        with pytest.raises(AssertionError, match=f"storage is .*{name}, not a numpy.ndarray"):
+            exact_tensor(t)
+    t._tensor._storage = cuda.to_device(np.arange(6))  # int64
+    with pytest.raises(AssertionError, match="not a 1-D float64 device array"):
+        exact_tensor(t)
+    t._tensor._storage = cuda.to_device(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(AssertionError, match="not a 1-D float64 device array"):
+        exact_tensor(t)
+    t._tensor._storage = cuda.to_device(np.arange(4.0))  # too short for the strides
+    with pytest.raises(AssertionError, match="leave the storage"):
+        exact_tensor(t)
+
+
+def test_exact_tensor_refuses_a_copy_to_host_replaced_on_numbas_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy as np
+    from numba import cuda
+
+    import tests.strict as strict
+    from module1.tensor import Tensor
+    from module1.tensor_data import TensorData
+
+    device = cuda.to_device(np.arange(3.0))
+    t = Tensor(TensorData(device, (3,)))
+    # Found on the class at its first use, then kept: replacing it later changes nothing.
+    np.testing.assert_array_equal(exact_tensor(t), np.arange(3.0))
+    monkeypatch.setattr(type(device), "copy_to_host", lambda self, *a, **k: np.zeros(3))
+    np.testing.assert_array_equal(exact_tensor(t), np.arange(3.0))
+    # Replaced before its first use: refused, as it is not Numba's own function.
+    monkeypatch.setattr(strict, "_COPY_TO_HOST", {})
+    with pytest.raises(AssertionError, match=r"copy_to_host is not Numba's .*test_strict"):
+        exact_tensor(t)
