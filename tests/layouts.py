@@ -10,6 +10,7 @@ filled with nan, between neighbours in storage.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -17,9 +18,16 @@ from hypothesis import strategies as st
 from module1.tensor import Tensor
 from module1.tensor_data import TensorData
 from module1.tensor_ops import SimpleBackend, TensorBackend
+from tests.strict import exact_tensor
 
 Shape = tuple[int, ...]
 Layout = tuple[tuple[int, ...], int]
+Array = np.ndarray
+
+RTOL = 1e-9
+ATOL = 1e-12
+"""How close a backend's values must be to the oracle's: kernels may reassociate a sum
+(a fold split into parts, a tree), so not bit for bit."""
 
 floats = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False)
 # Repeated values make ties for ==, <, max and is_close.
@@ -95,3 +103,18 @@ def make(
     return Tensor(
         TensorData(storage, values.shape, strides), backend=backend, requires_grad=requires_grad
     )
+
+
+def check(got: Any, expected: Array | float, what: str = "result") -> Array:
+    """``got`` is a Tensor of ``expected``'s shape with (nearly) its values."""
+    array = exact_tensor(got, what)
+    expected = np.asarray(expected, dtype=np.float64)
+    assert array.shape == expected.shape, f"{what}: shape {array.shape}, want {expected.shape}"
+    atol = ATOL * max(1.0, float(np.max(np.abs(expected), initial=0.0))) * max(expected.size, 1)
+    np.testing.assert_allclose(array, expected, rtol=RTOL, atol=atol, err_msg=what)
+    return array
+
+
+def assert_close(got: Array, want: Array, what: str = "result") -> None:
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * 10.0 * max(want.size, 1),
+                               err_msg=what)  # fmt: skip

@@ -63,7 +63,9 @@ from module2.fast_ops import (
 )
 from tests.layouts import (
     Layout,
+    assert_close,
     broadcast_pairs,
+    check,
     gaps,
     ints,
     layouts,
@@ -81,8 +83,6 @@ Array = np.ndarray
 """How a tensor sits in its storage: the order its dimensions are stored in (the first
 one outermost) and the step between neighbouring storage slots (2 leaves a gap)."""
 
-RTOL = 1e-9
-ATOL = 1e-12
 
 # -- strategies -------------------------------------------------------------------------
 
@@ -101,16 +101,6 @@ def arrays(draw: st.DrawFn, shape: Shape | None = None, elements: Any = values) 
 
 def plain(x: Array) -> Layout:
     return tuple(range(x.ndim)), 1
-
-
-def check(got: Any, expected: Array | float, what: str = "result") -> Array:
-    """``got`` is a Tensor of ``expected``'s shape with (nearly) its values."""
-    array = exact_tensor(got, what)
-    expected = np.asarray(expected, dtype=np.float64)
-    assert array.shape == expected.shape, f"{what}: shape {array.shape}, want {expected.shape}"
-    atol = ATOL * max(1.0, float(np.max(np.abs(expected), initial=0.0))) * max(expected.size, 1)
-    np.testing.assert_allclose(array, expected, rtol=RTOL, atol=atol, err_msg=what)
-    return array
 
 
 def compare_backends(
@@ -294,11 +284,6 @@ BINARY_CODES = [
     pytest.param(OP_IS_CLOSE, lambda x, y: (np.abs(x - y) < 1e-2) * 1.0, near, near,
                  id="is_close"),
 ]  # fmt: skip
-
-
-def assert_close(got: Array, want: Array, what: str = "result") -> None:
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * 10.0 * max(want.size, 1),
-                               err_msg=what)  # fmt: skip
 
 
 @pytest.mark.task2_1

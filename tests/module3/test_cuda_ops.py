@@ -64,7 +64,9 @@ from module3.cuda_ops import (
 )
 from tests.layouts import (
     Layout,
+    assert_close,
     broadcast_pairs,
+    check,
     gaps,
     layouts,
     nonzero,
@@ -81,8 +83,6 @@ Array = np.ndarray
 
 __all__ = ["uninitialised_memory_is_nan"]  # an autouse fixture: every test here uses it
 
-RTOL = 1e-9
-ATOL = 1e-12
 
 # Examples per Hypothesis test: on the simulator one costs 10-500 ms (a matmul block,
 # a tenth of a second and more; the gradients of a product, three products).
@@ -115,21 +115,6 @@ def leaves(
         data = TensorData(device_copy(storage) if on_device else storage, x.shape, strides)
         out.append(Tensor(data, backend=backend, requires_grad=True))
     return out
-
-
-def check(got: Any, expected: Array | float, what: str = "result") -> Array:
-    """``got`` is a Tensor of ``expected``'s shape with (nearly) its values."""
-    array = exact_tensor(got, what)
-    expected = np.asarray(expected, dtype=np.float64)
-    assert array.shape == expected.shape, f"{what}: shape {array.shape}, want {expected.shape}"
-    atol = ATOL * max(1.0, float(np.max(np.abs(expected), initial=0.0))) * max(expected.size, 1)
-    np.testing.assert_allclose(array, expected, rtol=RTOL, atol=atol, err_msg=what)
-    return array
-
-
-def assert_close(got: Array, want: Array, what: str = "result") -> None:
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * 10.0 * max(want.size, 1),
-                               err_msg=what)  # fmt: skip
 
 
 def compare_backends(
