@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -129,6 +129,22 @@ def _state(states: list[Any], index: int, parameter: Parameter, size: int, what:
     return state
 
 
+def _prepare(parameters: list[Parameter]) -> Iterator[tuple[int, Parameter, int, Any, Any]]:
+    """``(index, parameter, size, storage, gradient)`` for each parameter that has a
+    gradient and entries: its storage a device array safe to update in place, its
+    gradient a flat device array (see :func:`_device_parameter`, :func:`_device_grad`).
+
+    A generator, so each parameter is prepared after the previous one's update: a
+    tensor that two parameters hold is then updated twice, as stage 0's optimizers do."""
+    values = [_tensor_value(i, p) for i, p in enumerate(parameters)]
+    shared = _shared(values)
+    for i, (p, value) in enumerate(zip(parameters, values, strict=True)):
+        if value.grad is None or value.size == 0:
+            continue
+        grad = _device_grad(i, p, value)
+        yield i, p, value.size, _device_parameter(value, shared[i]), grad
+
+
 class CudaAdam(Adam):
     """Stage 0's :class:`~module0.optim.Adam` with a fused step: one
     :func:`adam_kernel` launch per parameter. Same arguments and the same values as
@@ -153,18 +169,12 @@ class CudaAdam(Adam):
         """Update every parameter that has a gradient: one kernel launch each."""
         require_cuda()
         beta1, beta2 = self.betas
-        values = [_tensor_value(i, p) for i, p in enumerate(self.parameters)]
-        shared = _shared(values)
-        for i, (p, value) in enumerate(zip(self.parameters, values, strict=True)):
-            if value.grad is None or value.size == 0:
-                continue
-            grad = _device_grad(i, p, value)
-            param = _device_parameter(value, shared[i])
-            m = _state(self.first_moment, i, p, value.size, "first moment")
-            v = _state(self.second_moment, i, p, value.size, "second moment")
+        for i, p, size, param, grad in _prepare(self.parameters):
+            m = _state(self.first_moment, i, p, size, "first moment")
+            v = _state(self.second_moment, i, p, size, "second moment")
             self.steps[i] += 1
             t = float(self.steps[i])
-            adam_kernel[_launch(value.size)](
+            adam_kernel[_launch(size)](
                 param, grad, m, v, self.lr, beta1, beta2, self.eps,
                 1.0 - beta1**t, 1.0 - beta2**t,
             )  # fmt: skip
@@ -182,17 +192,9 @@ class CudaSGD(SGD):
     def step(self) -> None:
         """Move every parameter that has a gradient: one kernel launch each."""
         require_cuda()
-        values = [_tensor_value(i, p) for i, p in enumerate(self.parameters)]
-        shared = _shared(values)
-        for i, (p, value) in enumerate(zip(self.parameters, values, strict=True)):
-            if value.grad is None or value.size == 0:
-                continue
-            grad = _device_grad(i, p, value)
-            param = _device_parameter(value, shared[i])
+        for i, p, size, param, grad in _prepare(self.parameters):
             velocity, has_velocity = grad, False  # not touched without momentum
             if self.momentum:
                 has_velocity = self.velocity[i] is not None
-                velocity = _state(self.velocity, i, p, value.size, "velocity")
-            sgd_kernel[_launch(value.size)](
-                param, grad, velocity, self.lr, self.momentum, has_velocity
-            )
+                velocity = _state(self.velocity, i, p, size, "velocity")
+            sgd_kernel[_launch(size)](param, grad, velocity, self.lr, self.momentum, has_velocity)
