@@ -1,0 +1,835 @@
+"""Tasks 4.1 and 4.2: 1-D and 2-D convolution, forward and backward, on the CPU.
+
+``conv1d`` and ``conv2d`` follow PyTorch: cross-correlation (the kernel is not
+flipped), inputs ``(batch, channels, width)`` / ``(batch, channels, height, width)``,
+weights ``(out_channels, in_channels, kernel...)``, zero padding, output size
+``(n + 2 * padding - kernel) // stride + 1`` per spatial dimension, no bias.
+
+How the kernels work: a convolution is a matrix product in disguise. Write the kernel
+as *taps*, one per ``(in_channel, kernel offset)``; output channel ``o`` is
+``sum_tap weight[o, tap] * shifted(input, tap)``, where ``shifted(input, tap)`` is the
+input the tap sees at every output position. The unfold functions lay those shifted
+inputs out so that each tap's is one contiguous run of memory (``offsets[tap]``), and
+three given loops do the arithmetic on runs:
+
+* :func:`correlate_taps`: ``out[o] = sum_t taps[o, t] * run(t)`` (forward);
+* :func:`spread_taps`: ``run_grad(t) += sum_o taps[t, o] * grad[o]`` (gradient of the
+  runs, which fold then adds back onto the input: backward for the input);
+* :func:`accumulate_taps`: ``acc[o, t] += dot(grad[o], run(t))`` (backward for the
+  weight).
+
+Copying the input once per *tap* (im2col) would cost ``kernel_size`` times the input's
+memory; here the unfold copies it only once per *column* offset of the kernel (``kw``):
+along a row of the output, tap ``(c, kh, kw)`` reads rows ``kh`` apart of the same
+copy, so every kernel row shares one copy. A stride along the height is folded in by
+splitting rows by ``row % stride`` (see :func:`unfold_2d`), so every run stays
+contiguous for any stride and padding.
+
+Kernels are module-level ``njit(parallel=..., cache=True)`` functions (cached on disk;
+see module2's notes) on C-contiguous float64 arrays of their natural rank. Each works
+image by image in parallel: images are independent for the forward pass and the input
+gradient; the weight gradient sums over images, so each chunk of images sums into its
+own partial result and the chunks are added at the end (no two threads write one
+place). Under :data:`PARALLEL_MIN` multiply-adds they run on the calling thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numba import njit, prange
+
+from module0.autodiff import Context
+from module1.tensor import Tensor
+from module1.tensor_data import ShapeError, TensorData, is_device_array
+from module1.tensor_functions import BackendError, Function
+
+if TYPE_CHECKING:
+    from module1.tensor_ops import TensorBackend
+
+FASTMATH = {"contract", "reassoc"}
+"""Fuse multiply-adds and regroup sums, which lets LLVM vectorize the loops."""
+
+PARALLEL_MIN = 1 << 16
+"""Multiply-adds below which a kernel runs on the calling thread: starting the thread
+pool costs more than that much work (tests and tiny layers are mostly such calls)."""
+
+PARALLEL: Any = {
+    "prange": True,
+    "comprehension": False, "reduction": False, "inplace_binop": False, "setitem": False,
+    "numpy": False, "stencil": False, "fusion": False,
+}  # fmt: skip
+"""``njit``'s ``parallel`` option for the kernels: only their ``prange`` loops run in
+parallel. With ``parallel=True`` Numba also turns every ``np.zeros`` and array
+expression of the set-up into a parallel loop of its own: more to compile (about
+0.7 s per kernel) and a wake-up of the thread pool for a few hundred entries."""
+
+WEIGHT_CHUNKS = 16
+"""Partial sums of a weight gradient: the batch is cut into at most this many chunks,
+one parallel job each. A constant, so the result does not depend on the thread count."""
+
+
+# ## Given: the arithmetic on runs (vectorized loops the kernels call)
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def axpy_4x4(
+    acc0: Any, acc1: Any, acc2: Any, acc3: Any, w0: Any, w1: Any, w2: Any, w3: Any, t: int,
+    x0: Any, x1: Any, x2: Any, x3: Any, n: int,
+) -> None:  # fmt: skip
+    """``acc_r += w_r[t] x0 + w_r[t+1] x1 + w_r[t+2] x2 + w_r[t+3] x3`` for ``r = 0..3``
+    over ``n`` entries: four outputs from four inputs, 16 multiply-adds for 8 loads and
+    4 stores per step (1-D arrays indexed by the loop variable alone, so LLVM vectorizes
+    the loop; the 16 weights stay in registers)."""
+    a0, a1, a2, a3 = w0[t], w0[t + 1], w0[t + 2], w0[t + 3]
+    b0, b1, b2, b3 = w1[t], w1[t + 1], w1[t + 2], w1[t + 3]
+    c0, c1, c2, c3 = w2[t], w2[t + 1], w2[t + 2], w2[t + 3]
+    d0, d1, d2, d3 = w3[t], w3[t + 1], w3[t + 2], w3[t + 3]
+    for j in range(n):
+        y0, y1, y2, y3 = x0[j], x1[j], x2[j], x3[j]
+        acc0[j] += a0 * y0 + a1 * y1 + a2 * y2 + a3 * y3
+        acc1[j] += b0 * y0 + b1 * y1 + b2 * y2 + b3 * y3
+        acc2[j] += c0 * y0 + c1 * y1 + c2 * y2 + c3 * y3
+        acc3[j] += d0 * y0 + d1 * y1 + d2 * y2 + d3 * y3
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def dot_4x4(a0: Any, a1: Any, a2: Any, a3: Any, b0: Any, b1: Any, b2: Any, b3: Any, n: int) -> Any:
+    """The 16 dot products ``a_r . b_q`` over ``n`` entries, as a tuple (``4 r + q``):
+    16 running sums in registers, 8 loads per step (task 2.3's micro-kernel)."""
+    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
+    s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
+    for p in range(n):
+        x0, x1, x2, x3 = a0[p], a1[p], a2[p], a3[p]
+        y0, y1, y2, y3 = b0[p], b1[p], b2[p], b3[p]
+        s00 += x0 * y0
+        s01 += x0 * y1
+        s02 += x0 * y2
+        s03 += x0 * y3
+        s10 += x1 * y0
+        s11 += x1 * y1
+        s12 += x1 * y2
+        s13 += x1 * y3
+        s20 += x2 * y0
+        s21 += x2 * y1
+        s22 += x2 * y2
+        s23 += x2 * y3
+        s30 += x3 * y0
+        s31 += x3 * y1
+        s32 += x3 * y2
+        s33 += x3 * y3
+    return (s00, s01, s02, s03, s10, s11, s12, s13, s20, s21, s22, s23, s30, s31, s32, s33)
+
+
+@njit(fastmath=FASTMATH)
+def correlate_taps(out: Any, cols: Any, offsets: Any, taps: Any) -> None:
+    """``out[o, :] = sum_t taps[o, t] * cols[offsets[t] : offsets[t] + L]`` for the
+    ``(O, L)`` array ``out``. ``taps`` is ``(O4, T4)``, both multiples of 4, with rows
+    past ``O`` ignored and padding taps of weight 0 (at any valid offset). Four runs at
+    a time, added to every output row while they are in the L1 cache."""
+    rows, n = out.shape
+    rows4, t4 = taps.shape
+    acc = np.zeros((rows4, n))
+    for t in range(0, t4, 4):
+        p0, p1, p2, p3 = offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3]
+        x0, x1 = cols[p0 : p0 + n], cols[p1 : p1 + n]
+        x2, x3 = cols[p2 : p2 + n], cols[p3 : p3 + n]
+        for o in range(0, rows4, 4):
+            w0, w1, w2, w3 = taps[o], taps[o + 1], taps[o + 2], taps[o + 3]
+            axpy_4x4(acc[o], acc[o + 1], acc[o + 2], acc[o + 3], w0, w1, w2, w3, t,
+                     x0, x1, x2, x3, n)  # fmt: skip
+    for o in range(rows):
+        for j in range(n):
+            out[o, j] = acc[o, j]
+
+
+@njit(fastmath=FASTMATH)
+def spread_taps(cols_grad: Any, offsets: Any, taps: Any, grad: Any) -> None:
+    """``cols_grad[offsets[t] : offsets[t] + L] += sum_o taps[t, o] * grad[o, :]`` for
+    every tap ``t``: the gradient of :func:`correlate_taps` for ``cols``. ``grad`` is
+    ``(O4, L)`` and ``taps`` ``(T4, O4)``, both multiples of 4 (rows of ``grad`` past the
+    real ones zero). Taps ``t .. t + 3`` (``t`` a multiple of 4) are updated together
+    and their runs must not overlap: overlapping runs still give the right sums, but
+    LLVM's check for them then sends the loop down its slow scalar path."""
+    t4, o4 = taps.shape
+    n = grad.shape[1]
+    for t in range(0, t4, 4):
+        p0, p1, p2, p3 = offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3]
+        acc0, acc1 = cols_grad[p0 : p0 + n], cols_grad[p1 : p1 + n]
+        acc2, acc3 = cols_grad[p2 : p2 + n], cols_grad[p3 : p3 + n]
+        w0, w1, w2, w3 = taps[t], taps[t + 1], taps[t + 2], taps[t + 3]
+        for o in range(0, o4, 4):
+            g0, g1, g2, g3 = grad[o], grad[o + 1], grad[o + 2], grad[o + 3]
+            axpy_4x4(acc0, acc1, acc2, acc3, w0, w1, w2, w3, o, g0, g1, g2, g3, n)
+
+
+@njit(fastmath=FASTMATH)
+def accumulate_taps(acc: Any, grad: Any, cols: Any, offsets: Any) -> None:
+    """``acc[o, t] += grad[o, :] . cols[offsets[t] : offsets[t] + L]``: the gradient of
+    :func:`correlate_taps` for ``taps``. ``acc`` is ``(O4, T4)``, ``grad`` ``(O4, L)``,
+    both sizes multiples of 4 (padding rows of ``grad`` zero)."""
+    o4, t4 = acc.shape
+    n = grad.shape[1]
+    for o in range(0, o4, 4):
+        g0, g1, g2, g3 = grad[o], grad[o + 1], grad[o + 2], grad[o + 3]
+        for t in range(0, t4, 4):
+            p0, p1, p2, p3 = offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3]
+            x0, x1 = cols[p0 : p0 + n], cols[p1 : p1 + n]
+            x2, x3 = cols[p2 : p2 + n], cols[p3 : p3 + n]
+            s = dot_4x4(g0, g1, g2, g3, x0, x1, x2, x3, n)
+            for r in range(4):
+                for q in range(4):
+                    acc[o + r, t + q] += s[4 * r + q]
+
+
+@njit(inline="always")
+def round_up(n: int, m: int) -> int:
+    """``n`` rounded up to a multiple of ``m``."""
+    return (n + m - 1) // m * m
+
+
+@njit(inline="always")
+def valid_range(k: int, padding: int, stride: int, n: int, n_out: int) -> tuple[int, int]:
+    """The outputs ``o`` in ``[lo, hi)`` for which kernel offset ``k`` reads inside the
+    input: ``0 <= o * stride + k - padding < n`` and ``0 <= o < n_out``."""
+    lo = min(n_out, (padding - k + stride - 1) // stride) if k < padding else 0
+    last = n - 1 + padding - k  # o * stride <= last
+    hi = min(n_out, last // stride + 1) if last >= 0 else 0
+    return lo, max(lo, hi)
+
+
+# ## Task 4.1: conv1d
+
+
+@njit
+def unfold_1d(cols: Any, image: Any, stride: int, padding: int) -> None:
+    """``cols[k, c, x] = image[c, x * stride + k - padding]``, zero where that falls in
+    the padding, for ``cols`` ``(K, C, W_out)`` and ``image`` ``(C, W)``: the input tap
+    ``(c, k)`` sees at every output position is the run ``cols[k, c, :]``."""
+    # BEGIN SOLUTION 4.1
+    kernel, channels, n_out = cols.shape
+    width = image.shape[1]
+    flat = cols.reshape(-1)
+    pos = 0
+    for k in range(kernel):
+        lo, hi = valid_range(k, padding, stride, width, n_out)
+        for c in range(channels):
+            src = image[c]
+            for x in range(lo):
+                flat[pos + x] = 0.0
+            for x in range(lo, hi):
+                flat[pos + x] = src[x * stride + k - padding]
+            for x in range(hi, n_out):
+                flat[pos + x] = 0.0
+            pos += n_out
+    # END SOLUTION
+
+
+@njit
+def fold_1d(image_grad: Any, cols_grad: Any, stride: int, padding: int) -> None:
+    """The gradient of :func:`unfold_1d`: ``image_grad[c, i]`` (every entry written) is
+    the sum of the entries of ``cols_grad`` that copied ``image[c, i]``. ``cols_grad``
+    may have more channels than ``image_grad``; the extra ones are ignored."""
+    # BEGIN SOLUTION 4.1
+    channels, width = image_grad.shape
+    kernel, n_out = cols_grad.shape[0], cols_grad.shape[2]
+    for c in range(channels):
+        for i in range(width):
+            image_grad[c, i] = 0.0
+    for k in range(kernel):
+        lo, hi = valid_range(k, padding, stride, width, n_out)
+        for c in range(channels):
+            dst, run = image_grad[c], cols_grad[k, c]
+            for x in range(lo, hi):
+                dst[x * stride + k - padding] += run[x]
+    # END SOLUTION
+
+
+@njit(parallel=PARALLEL, cache=True)
+def conv1d_forward(out: Any, input: Any, weight: Any, stride: int, padding: int) -> None:
+    """``out[b, o, x] = sum_{c, k} weight[o, c, k] * input[b, c, x * stride + k - padding]``
+    (zero outside the input) for ``out`` ``(B, C_out, W_out)``, ``input``
+    ``(B, C_in, W)`` and ``weight`` ``(C_out, C_in, K)``. Writes every entry of ``out``."""
+    # BEGIN SOLUTION 4.1
+    batch, channels, _ = input.shape
+    out_channels, _, kernel = weight.shape
+    n_out = out.shape[2]
+    n_taps = channels * kernel  # tap (c, k) is column c * kernel + k of the weight
+    offsets = np.zeros(round_up(n_taps, 4), np.int64)
+    taps = np.zeros((round_up(out_channels, 4), len(offsets)))
+    for c in range(channels):
+        for k in range(kernel):
+            t = c * kernel + k
+            offsets[t] = (k * channels + c) * n_out
+            for o in range(out_channels):
+                taps[o, t] = weight[o, c, k]
+    if batch * out_channels * n_out * n_taps < PARALLEL_MIN:
+        for b in range(batch):
+            conv1d_forward_image(out[b], input[b], kernel, offsets, taps, stride, padding)
+        return
+    for b in prange(batch):
+        conv1d_forward_image(out[b], input[b], kernel, offsets, taps, stride, padding)
+    # END SOLUTION
+
+
+@njit
+def conv1d_forward_image(
+    out: Any, image: Any, kernel: int, offsets: Any, taps: Any, stride: int, padding: int
+) -> None:
+    """One image of :func:`conv1d_forward` (``out`` ``(C_out, W_out)``, ``image``
+    ``(C_in, W)``): unfold it, then :func:`correlate_taps`."""
+    # BEGIN SOLUTION 4.1
+    cols = np.empty((kernel, image.shape[0], out.shape[1]))
+    unfold_1d(cols, image, stride, padding)
+    correlate_taps(out, cols.reshape(-1), offsets, taps)
+    # END SOLUTION
+
+
+@njit(parallel=PARALLEL, cache=True)
+def conv1d_backward_input(
+    grad_input: Any, grad_out: Any, weight: Any, stride: int, padding: int
+) -> None:
+    """``grad_input[b, c, i] = sum_{o, k, x: x * stride + k - padding = i} weight[o, c, k]
+    * grad_out[b, o, x]``: the gradient of :func:`conv1d_forward` for its input, shapes
+    as there. Writes every entry of ``grad_input``."""
+    # BEGIN SOLUTION 4.1
+    batch, channels, _ = grad_input.shape
+    out_channels, _, kernel = weight.shape
+    n_out = grad_out.shape[2]
+    # Taps in (k, c) order over a multiple of 4 channels, so that the four taps
+    # spread_taps updates together are different channels: runs that never overlap.
+    planes = round_up(channels, 4)
+    offsets = np.zeros(kernel * planes, np.int64)
+    taps = np.zeros((kernel * planes, round_up(out_channels, 4)))
+    for k in range(kernel):
+        for c in range(planes):
+            t = k * planes + c
+            offsets[t] = (k * planes + c) * n_out
+            for o in range(out_channels if c < channels else 0):
+                taps[t, o] = weight[o, c, k]
+    if batch * out_channels * n_out * channels * kernel < PARALLEL_MIN:
+        for b in range(batch):
+            conv1d_backward_input_image(
+                grad_input[b], grad_out[b], kernel, planes, offsets, taps, stride, padding
+            )
+        return
+    for b in prange(batch):
+        conv1d_backward_input_image(
+            grad_input[b], grad_out[b], kernel, planes, offsets, taps, stride, padding
+        )
+    # END SOLUTION
+
+
+@njit
+def conv1d_backward_input_image(
+    image_grad: Any, grad: Any, kernel: int, planes: int, offsets: Any, taps: Any,
+    stride: int, padding: int,
+) -> None:  # fmt: skip
+    """One image of :func:`conv1d_backward_input` (``image_grad`` ``(C_in, W)``,
+    ``grad`` ``(C_out, W_out)``): :func:`spread_taps` into the gradient of the unfolded
+    image (``planes`` channels), then :func:`fold_1d` it back."""
+    # BEGIN SOLUTION 4.1
+    out_channels, n_out = grad.shape
+    rows = np.zeros((taps.shape[1], n_out))
+    for o in range(out_channels):
+        for x in range(n_out):
+            rows[o, x] = grad[o, x]
+    cols_grad = np.zeros((kernel, planes, n_out))
+    spread_taps(cols_grad.reshape(-1), offsets, taps, rows)
+    fold_1d(image_grad, cols_grad, stride, padding)
+    # END SOLUTION
+
+
+@njit(parallel=PARALLEL, cache=True)
+def conv1d_backward_weight(
+    grad_weight: Any, input: Any, grad_out: Any, stride: int, padding: int
+) -> None:
+    """``grad_weight[o, c, k] = sum_{b, x} grad_out[b, o, x] * input[b, c, x * stride + k
+    - padding]``: the gradient of :func:`conv1d_forward` for its weight, shapes as
+    there. Writes every entry of ``grad_weight``."""
+    # BEGIN SOLUTION 4.1
+    batch, channels, _ = input.shape
+    out_channels, _, kernel = grad_weight.shape
+    n_out = grad_out.shape[2]
+    n_taps = channels * kernel
+    offsets = np.zeros(round_up(n_taps, 4), np.int64)
+    for c in range(channels):
+        for k in range(kernel):
+            offsets[c * kernel + k] = (k * channels + c) * n_out
+    chunks = max(1, min(batch, WEIGHT_CHUNKS))
+    partial = np.zeros((chunks, round_up(out_channels, 4), len(offsets)))
+    if batch * out_channels * n_out * n_taps < PARALLEL_MIN:
+        for j in range(chunks):
+            lo, hi = j * batch // chunks, (j + 1) * batch // chunks
+            conv1d_weight_chunk(partial[j], input, grad_out, lo, hi, kernel, offsets, stride,
+                                padding)  # fmt: skip
+    else:
+        for j in prange(chunks):
+            lo, hi = j * batch // chunks, (j + 1) * batch // chunks
+            conv1d_weight_chunk(partial[j], input, grad_out, lo, hi, kernel, offsets, stride,
+                                padding)  # fmt: skip
+    flat = grad_weight.reshape(out_channels, n_taps)
+    for o in range(out_channels):
+        for t in range(n_taps):
+            total = 0.0
+            for j in range(chunks):
+                total += partial[j, o, t]
+            flat[o, t] = total
+    # END SOLUTION
+
+
+@njit
+def conv1d_weight_chunk(
+    acc: Any, input: Any, grad_out: Any, lo: int, hi: int, kernel: int, offsets: Any,
+    stride: int, padding: int,
+) -> None:  # fmt: skip
+    """Images ``lo:hi`` of :func:`conv1d_backward_weight`: add each one's
+    :func:`accumulate_taps` to ``acc`` (``(C_out rounded up to 4, taps rounded up to 4)``)."""
+    # BEGIN SOLUTION 4.1
+    out_channels, n_out = grad_out.shape[1], grad_out.shape[2]
+    cols = np.empty((kernel, input.shape[1], n_out))
+    rows = np.zeros((acc.shape[0], n_out))
+    for b in range(lo, hi):
+        unfold_1d(cols, input[b], stride, padding)
+        for o in range(out_channels):
+            for x in range(n_out):
+                rows[o, x] = grad_out[b, o, x]
+        accumulate_taps(acc, rows, cols.reshape(-1), offsets)
+    # END SOLUTION
+
+
+# ## Task 4.2: conv2d
+
+
+@njit
+def unfold_2d(cols: Any, image: Any, stride_h: int, stride_w: int, pad_h: int, pad_w: int) -> None:
+    """``cols[kw, c, a, i, x] = image[c, i * stride_h + a - pad_h, x * stride_w + kw -
+    pad_w]``, zero where that falls in the padding (or past it), for ``cols`` of shape
+    ``(KW, C, stride_h, R, W_out)`` and ``image`` ``(C, H, W)``. Rows are split by their
+    remainder ``a`` modulo ``stride_h``, so tap ``(c, kh, kw)`` sees, at output rows
+    ``0, 1, 2, ...``, rows ``kh // stride_h + 0, 1, 2, ...`` of ``cols[kw, c, kh %
+    stride_h]``: one contiguous run of ``H_out * W_out`` entries."""
+    # BEGIN SOLUTION 4.2
+    kernel_w, channels, phases, rows, n_out = cols.shape
+    height, width = image.shape[1], image.shape[2]
+    flat = cols.reshape(-1)
+    pos = 0
+    for kw in range(kernel_w):
+        lo, hi = valid_range(kw, pad_w, stride_w, width, n_out)
+        for c in range(channels):
+            for a in range(phases):
+                for i in range(rows):
+                    r = i * stride_h + a - pad_h
+                    if r < 0 or r >= height:
+                        for x in range(n_out):
+                            flat[pos + x] = 0.0
+                    else:
+                        src = image[c, r]
+                        for x in range(lo):
+                            flat[pos + x] = 0.0
+                        for x in range(lo, hi):
+                            flat[pos + x] = src[x * stride_w + kw - pad_w]
+                        for x in range(hi, n_out):
+                            flat[pos + x] = 0.0
+                    pos += n_out
+    # END SOLUTION
+
+
+@njit
+def fold_2d(
+    image_grad: Any, cols_grad: Any, stride_h: int, stride_w: int, pad_h: int, pad_w: int
+) -> None:
+    """The gradient of :func:`unfold_2d`: ``image_grad[c, r, s]`` (every entry written)
+    is the sum of the entries of ``cols_grad`` that copied ``image[c, r, s]``.
+    ``cols_grad`` may have more channels than ``image_grad``; the extra ones are
+    ignored."""
+    # BEGIN SOLUTION 4.2
+    channels, height, width = image_grad.shape
+    kernel_w, _, phases, rows, n_out = cols_grad.shape
+    flat = image_grad.reshape(-1)
+    for i in range(len(flat)):
+        flat[i] = 0.0
+    for kw in range(kernel_w):
+        lo, hi = valid_range(kw, pad_w, stride_w, width, n_out)
+        for c in range(channels):
+            for a in range(phases):
+                for i in range(rows):
+                    r = i * stride_h + a - pad_h
+                    if 0 <= r < height:
+                        dst, run = image_grad[c, r], cols_grad[kw, c, a, i]
+                        for x in range(lo, hi):
+                            dst[x * stride_w + kw - pad_w] += run[x]
+    # END SOLUTION
+
+
+@njit(parallel=PARALLEL, cache=True)
+def conv2d_forward(
+    out: Any, input: Any, weight: Any, stride_h: int, stride_w: int, pad_h: int, pad_w: int
+) -> None:
+    """``out[b, o, y, x] = sum_{c, kh, kw} weight[o, c, kh, kw] * input[b, c, y *
+    stride_h + kh - pad_h, x * stride_w + kw - pad_w]`` (zero outside the input) for
+    ``out`` ``(B, C_out, H_out, W_out)``, ``input`` ``(B, C_in, H, W)`` and ``weight``
+    ``(C_out, C_in, KH, KW)``. Writes every entry of ``out``."""
+    # BEGIN SOLUTION 4.2
+    batch, channels, height, _ = input.shape
+    out_channels, _, kernel_h, kernel_w = weight.shape
+    n_out = out.shape[2] * out.shape[3]
+    rows = (height + 2 * pad_h + stride_h - 1) // stride_h  # rows per remainder
+    n_taps = channels * kernel_h * kernel_w  # tap (c, kh, kw): its column of the weight
+    offsets = np.zeros(round_up(n_taps, 4), np.int64)
+    taps = np.zeros((round_up(out_channels, 4), len(offsets)))
+    for c in range(channels):
+        for kh in range(kernel_h):
+            for kw in range(kernel_w):
+                plane = (kw * channels + c) * stride_h + kh % stride_h
+                first_row = plane * rows + kh // stride_h
+                t = (c * kernel_h + kh) * kernel_w + kw
+                offsets[t] = first_row * out.shape[3]
+                for o in range(out_channels):
+                    taps[o, t] = weight[o, c, kh, kw]
+    if batch * out_channels * n_out * n_taps < PARALLEL_MIN:
+        for b in range(batch):
+            conv2d_forward_image(
+                out[b], input[b], kernel_w, rows, offsets, taps, stride_h, stride_w, pad_h, pad_w
+            )
+        return
+    for b in prange(batch):
+        conv2d_forward_image(
+            out[b], input[b], kernel_w, rows, offsets, taps, stride_h, stride_w, pad_h, pad_w
+        )
+    # END SOLUTION
+
+
+@njit
+def conv2d_forward_image(
+    out: Any, image: Any, kernel_w: int, rows: int, offsets: Any, taps: Any,
+    stride_h: int, stride_w: int, pad_h: int, pad_w: int,
+) -> None:  # fmt: skip
+    """One image of :func:`conv2d_forward` (``out`` ``(C_out, H_out, W_out)``,
+    ``image`` ``(C_in, H, W)``): unfold it, then :func:`correlate_taps`."""
+    # BEGIN SOLUTION 4.2
+    out_channels, out_h, out_w = out.shape
+    cols = np.empty((kernel_w, image.shape[0], stride_h, rows, out_w))
+    unfold_2d(cols, image, stride_h, stride_w, pad_h, pad_w)
+    correlate_taps(out.reshape(out_channels, out_h * out_w), cols.reshape(-1), offsets, taps)
+    # END SOLUTION
+
+
+@njit(parallel=PARALLEL, cache=True)
+def conv2d_backward_input(
+    grad_input: Any, grad_out: Any, weight: Any,
+    stride_h: int, stride_w: int, pad_h: int, pad_w: int,
+) -> None:  # fmt: skip
+    """``grad_input[b, c, r, s] = sum weight[o, c, kh, kw] * grad_out[b, o, y, x]`` over
+    the ``(o, kh, kw, y, x)`` with ``y * stride_h + kh - pad_h = r`` and ``x * stride_w +
+    kw - pad_w = s``: the gradient of :func:`conv2d_forward` for its input, shapes as
+    there. Writes every entry of ``grad_input``."""
+    # BEGIN SOLUTION 4.2
+    batch, channels, height, _ = grad_input.shape
+    out_channels, _, kernel_h, kernel_w = weight.shape
+    out_w = grad_out.shape[3]
+    n_out = grad_out.shape[2] * out_w
+    rows = (height + 2 * pad_h + stride_h - 1) // stride_h
+    # Taps in (kh, kw, c) order over a multiple of 4 channels: the four taps spread_taps
+    # updates together are runs of different channels, which never overlap.
+    planes = round_up(channels, 4)
+    n_taps = kernel_h * kernel_w * planes
+    offsets = np.zeros(n_taps, np.int64)
+    taps = np.zeros((n_taps, round_up(out_channels, 4)))
+    for kh in range(kernel_h):
+        for kw in range(kernel_w):
+            for c in range(planes):
+                t = (kh * kernel_w + kw) * planes + c
+                plane = (kw * planes + c) * stride_h + kh % stride_h
+                offsets[t] = (plane * rows + kh // stride_h) * out_w  # first row * width
+                for o in range(out_channels if c < channels else 0):
+                    taps[t, o] = weight[o, c, kh, kw]
+    work = batch * out_channels * n_out * channels * kernel_h * kernel_w
+    if work < PARALLEL_MIN:
+        for b in range(batch):
+            conv2d_backward_input_image(
+                grad_input[b], grad_out[b], kernel_w, planes, rows, offsets, taps,
+                stride_h, stride_w, pad_h, pad_w,
+            )  # fmt: skip
+        return
+    for b in prange(batch):
+        conv2d_backward_input_image(
+            grad_input[b], grad_out[b], kernel_w, planes, rows, offsets, taps,
+            stride_h, stride_w, pad_h, pad_w,
+        )  # fmt: skip
+    # END SOLUTION
+
+
+@njit
+def conv2d_backward_input_image(
+    image_grad: Any, grad: Any, kernel_w: int, planes: int, rows: int, offsets: Any,
+    taps: Any, stride_h: int, stride_w: int, pad_h: int, pad_w: int,
+) -> None:  # fmt: skip
+    """One image of :func:`conv2d_backward_input` (``image_grad`` ``(C_in, H, W)``,
+    ``grad`` ``(C_out, H_out, W_out)``): :func:`spread_taps` into the gradient of the
+    unfolded image (``planes`` channels), then :func:`fold_2d` it back."""
+    # BEGIN SOLUTION 4.2
+    out_channels, out_h, out_w = grad.shape
+    grad_rows = np.zeros((taps.shape[1], out_h * out_w))
+    for o in range(out_channels):
+        for y in range(out_h):
+            for x in range(out_w):
+                grad_rows[o, y * out_w + x] = grad[o, y, x]
+    cols_grad = np.zeros((kernel_w, planes, stride_h, rows, out_w))
+    spread_taps(cols_grad.reshape(-1), offsets, taps, grad_rows)
+    fold_2d(image_grad, cols_grad, stride_h, stride_w, pad_h, pad_w)
+    # END SOLUTION
+
+
+@njit(parallel=PARALLEL, cache=True)
+def conv2d_backward_weight(
+    grad_weight: Any, input: Any, grad_out: Any,
+    stride_h: int, stride_w: int, pad_h: int, pad_w: int,
+) -> None:  # fmt: skip
+    """``grad_weight[o, c, kh, kw] = sum_{b, y, x} grad_out[b, o, y, x] * input[b, c, y *
+    stride_h + kh - pad_h, x * stride_w + kw - pad_w]``: the gradient of
+    :func:`conv2d_forward` for its weight, shapes as there. Writes every entry of
+    ``grad_weight``."""
+    # BEGIN SOLUTION 4.2
+    batch, channels, height, _ = input.shape
+    out_channels, _, kernel_h, kernel_w = grad_weight.shape
+    out_w = grad_out.shape[3]
+    n_out = grad_out.shape[2] * out_w
+    rows = (height + 2 * pad_h + stride_h - 1) // stride_h
+    n_taps = channels * kernel_h * kernel_w
+    offsets = np.zeros(round_up(n_taps, 4), np.int64)
+    for c in range(channels):
+        for kh in range(kernel_h):
+            for kw in range(kernel_w):
+                plane = (kw * channels + c) * stride_h + kh % stride_h
+                first_row = plane * rows + kh // stride_h
+                offsets[(c * kernel_h + kh) * kernel_w + kw] = first_row * out_w
+    chunks = max(1, min(batch, WEIGHT_CHUNKS))
+    partial = np.zeros((chunks, round_up(out_channels, 4), len(offsets)))
+    if batch * out_channels * n_out * n_taps < PARALLEL_MIN:
+        for j in range(chunks):
+            conv2d_weight_chunk(
+                partial[j], input, grad_out, j * batch // chunks, (j + 1) * batch // chunks,
+                kernel_w, rows, offsets, stride_h, stride_w, pad_h, pad_w,
+            )  # fmt: skip
+    else:
+        for j in prange(chunks):
+            conv2d_weight_chunk(
+                partial[j], input, grad_out, j * batch // chunks, (j + 1) * batch // chunks,
+                kernel_w, rows, offsets, stride_h, stride_w, pad_h, pad_w,
+            )  # fmt: skip
+    flat = grad_weight.reshape(out_channels, n_taps)
+    for o in range(out_channels):
+        for t in range(n_taps):
+            total = 0.0
+            for j in range(chunks):
+                total += partial[j, o, t]
+            flat[o, t] = total
+    # END SOLUTION
+
+
+@njit
+def conv2d_weight_chunk(
+    acc: Any, input: Any, grad_out: Any, lo: int, hi: int, kernel_w: int, rows: int,
+    offsets: Any, stride_h: int, stride_w: int, pad_h: int, pad_w: int,
+) -> None:  # fmt: skip
+    """Images ``lo:hi`` of :func:`conv2d_backward_weight`: add each one's
+    :func:`accumulate_taps` to ``acc`` (``(C_out rounded up to 4, taps rounded up to 4)``)."""
+    # BEGIN SOLUTION 4.2
+    out_channels, out_h, out_w = grad_out.shape[1], grad_out.shape[2], grad_out.shape[3]
+    cols = np.empty((kernel_w, input.shape[1], stride_h, rows, out_w))
+    grad_rows = np.zeros((acc.shape[0], out_h * out_w))
+    for b in range(lo, hi):
+        unfold_2d(cols, input[b], stride_h, stride_w, pad_h, pad_w)
+        for o in range(out_channels):
+            for y in range(out_h):
+                for x in range(out_w):
+                    grad_rows[o, y * out_w + x] = grad_out[b, o, y, x]
+        accumulate_taps(acc, grad_rows, cols.reshape(-1), offsets)
+    # END SOLUTION
+
+
+# ## Given: checks, Functions and the public conv1d / conv2d
+
+
+def conv_output_size(n: int, kernel: int, stride: int = 1, padding: int = 0) -> int:
+    """The output length along one dimension: ``(n + 2 * padding - kernel) // stride + 1``."""
+    return (n + 2 * padding - kernel) // stride + 1
+
+
+def _int_arg(op: str, name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int, ShapeError unless it is one (not a bool or float) and at
+    least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ShapeError(f"{op}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ShapeError(f"{op}: {name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _pair_arg(op: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
+    """An int or an ``(h, w)`` pair of ints as a pair, checked like :func:`_int_arg`."""
+    if isinstance(value, tuple | list):
+        if len(value) != 2:
+            raise ShapeError(f"{op}: {name} must be an int or an (h, w) pair, got {value!r}")
+        return _int_arg(op, name, value[0], minimum), _int_arg(op, name, value[1], minimum)
+    one = _int_arg(op, name, value, minimum)
+    return one, one
+
+
+def _check_shapes(
+    op: str, input: Tensor, weight: Tensor, stride: tuple[int, ...], padding: tuple[int, ...]
+) -> None:
+    """ShapeError naming both shapes unless ``input`` is ``(B, C_in, *spatial)`` and
+    ``weight`` ``(C_out, C_in, *kernel)`` with a kernel that fits the padded input."""
+    for name, t in (("input", input), ("weight", weight)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
+    dims = len(stride)
+    layout = "width" if dims == 1 else "height, width"
+    kernel = "kernel_width" if dims == 1 else "kernel_height, kernel_width"
+    shapes = f"input shape {input.shape}, weight shape {weight.shape}"
+    if input.dims != dims + 2:
+        raise ShapeError(f"{op}: input must be (batch, channels, {layout}), got {shapes}")
+    if weight.dims != dims + 2:
+        raise ShapeError(
+            f"{op}: weight must be (out_channels, in_channels, {kernel}), got {shapes}"
+        )
+    if input.shape[1] != weight.shape[1]:
+        raise ShapeError(
+            f"{op}: input has {input.shape[1]} channels but weight expects {weight.shape[1]} "
+            f"({shapes})"
+        )
+    for d in range(dims):
+        n, k = input.shape[2 + d], weight.shape[2 + d]
+        if k < 1 or n + 2 * padding[d] < k:
+            raise ShapeError(
+                f"{op}: kernel size {k} does not fit the padded input size "
+                f"{n} + 2 * {padding[d]} = {n + 2 * padding[d]} ({shapes})"
+            )
+
+
+def _check_cpu(op: str, *tensors: Tensor) -> None:
+    """BackendError naming ``op`` for a tensor whose storage is in GPU memory: the
+    kernels read NumPy arrays (and a silent copy would hide where the time goes)."""
+    for t in tensors:
+        if is_device_array(t._tensor._storage):
+            raise BackendError(
+                f"{op} runs on the CPU backends (SimpleBackend, FastTensorBackend), but a "
+                f"tensor of shape {t.shape} is in GPU memory ({t.backend!r}); copy it to a "
+                "CPU backend first"
+            )
+
+
+def _host(t: Tensor, op: str) -> np.ndarray:
+    """``t``'s values as a C-contiguous float64 NumPy array of its shape: a view of the
+    storage when the tensor is contiguous, else a copy. BackendError for GPU memory."""
+    _check_cpu(op, t)
+    data = t._tensor
+    storage = data._storage
+    if data.is_contiguous() and storage.size == data.size:
+        return storage.reshape(data.shape)
+    view = np.lib.stride_tricks.as_strided(
+        storage, data.shape, tuple(s * storage.itemsize for s in data.strides)
+    )
+    return np.ascontiguousarray(view)
+
+
+def _wrap(array: np.ndarray, backend: TensorBackend) -> Tensor:
+    """A constant tensor on ``backend`` over ``array``'s memory (no copy)."""
+    return Tensor(TensorData(array.reshape(-1), array.shape), backend=backend)
+
+
+def _wanted(ctx: Context) -> tuple[bool, bool]:
+    """Whether the input and the weight need a gradient: a first layer's input does
+    not, and its gradient is the most expensive one to compute."""
+    input, weight = ctx.inputs
+    return input.requires_grad, weight.requires_grad
+
+
+class Conv1dFun(Function):
+    """``conv1d`` as a differentiable operation (see :func:`conv1d`)."""
+
+    @staticmethod
+    def forward(ctx: Context, input: Tensor, weight: Tensor, stride: int, padding: int) -> Tensor:
+        x, w = _host(input, "conv1d"), _host(weight, "conv1d")
+        width = conv_output_size(x.shape[2], w.shape[2], stride, padding)
+        out = np.empty((x.shape[0], w.shape[0], width))
+        conv1d_forward(out, x, w, stride, padding)
+        ctx.save_for_backward(x, w, stride, padding)
+        return _wrap(out, input.backend)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        x, w, stride, padding = ctx.saved_values
+        g = _host(d, "conv1d")
+        want_input, want_weight = _wanted(ctx)
+        grad_input = np.empty(x.shape) if want_input else np.zeros(x.shape)
+        grad_weight = np.empty(w.shape) if want_weight else np.zeros(w.shape)
+        if want_input:
+            conv1d_backward_input(grad_input, g, w, stride, padding)
+        if want_weight:
+            conv1d_backward_weight(grad_weight, x, g, stride, padding)
+        return _wrap(grad_input, d.backend), _wrap(grad_weight, d.backend)
+
+
+class Conv2dFun(Function):
+    """``conv2d`` as a differentiable operation (see :func:`conv2d`)."""
+
+    @staticmethod
+    def forward(
+        ctx: Context, input: Tensor, weight: Tensor,
+        stride_h: int, stride_w: int, pad_h: int, pad_w: int,
+    ) -> Tensor:  # fmt: skip
+        x, w = _host(input, "conv2d"), _host(weight, "conv2d")
+        height = conv_output_size(x.shape[2], w.shape[2], stride_h, pad_h)
+        width = conv_output_size(x.shape[3], w.shape[3], stride_w, pad_w)
+        out = np.empty((x.shape[0], w.shape[0], height, width))
+        conv2d_forward(out, x, w, stride_h, stride_w, pad_h, pad_w)
+        ctx.save_for_backward(x, w, (stride_h, stride_w, pad_h, pad_w))
+        return _wrap(out, input.backend)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        x, w, geometry = ctx.saved_values
+        g = _host(d, "conv2d")
+        want_input, want_weight = _wanted(ctx)
+        grad_input = np.empty(x.shape) if want_input else np.zeros(x.shape)
+        grad_weight = np.empty(w.shape) if want_weight else np.zeros(w.shape)
+        if want_input:
+            conv2d_backward_input(grad_input, g, w, *geometry)
+        if want_weight:
+            conv2d_backward_weight(grad_weight, x, g, *geometry)
+        return _wrap(grad_input, d.backend), _wrap(grad_weight, d.backend)
+
+
+def conv1d(input: Tensor, weight: Tensor, stride: int = 1, padding: int = 0) -> Tensor:
+    """1-D convolution (cross-correlation, as in PyTorch) of ``input`` ``(batch,
+    in_channels, width)`` with ``weight`` ``(out_channels, in_channels, kernel)``:
+    ``(batch, out_channels, (width + 2 * padding - kernel) // stride + 1)``, zero
+    padding, no bias. Differentiable in both tensors; on the CPU backends only."""
+    s = _int_arg("conv1d", "stride", stride, 1)
+    p = _int_arg("conv1d", "padding", padding, 0)
+    _check_shapes("conv1d", input, weight, (s,), (p,))
+    _check_cpu("conv1d", input, weight)
+    return Conv1dFun.apply(input, weight, s, p)
+
+
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    stride: int | tuple[int, int] = 1,
+    padding: int | tuple[int, int] = 0,
+) -> Tensor:
+    """2-D convolution (cross-correlation, as in PyTorch) of ``input`` ``(batch,
+    in_channels, height, width)`` with ``weight`` ``(out_channels, in_channels, kh,
+    kw)``: ``(batch, out_channels, H_out, W_out)`` with ``H_out = (height + 2 * pad_h -
+    kh) // stride_h + 1`` (likewise ``W_out``). ``stride`` and ``padding`` are an int or
+    an ``(h, w)`` pair; zero padding, no bias. Differentiable in both tensors; on the CPU
+    backends only."""
+    sh, sw = _pair_arg("conv2d", "stride", stride, 1)
+    ph, pw = _pair_arg("conv2d", "padding", padding, 0)
+    _check_shapes("conv2d", input, weight, (sh, sw), (ph, pw))
+    _check_cpu("conv2d", input, weight)
+    return Conv2dFun.apply(input, weight, sh, sw, ph, pw)

@@ -1,0 +1,100 @@
+"""Milestone 4.5a: a CNN on the bundled 8×8 handwritten digits, fully offline.
+
+    python -m project.train_digits
+
+Trains :class:`~module4.models.DigitCNN` (3×3 convolutions of 16 and 32 channels,
+2×2 max pooling, dropout 0.25, a hidden layer of 64) with FastAdam on the UCI digits
+that ship with the project (``project/data/``; attribution in its README), and exits
+with status 1 unless the gate holds: test accuracy >= 95% and first-layer weights
+moved. Writes ``runs/digits/{log.csv, model.npz, curves.png, confusion.png,
+filters.png, misclassified.png}``. This is the README's main job (``python -m project``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from rich.console import Console
+
+from module1.tensor import Tensor, from_numpy
+from module2.fast_ops import FastTensorBackend
+from module4.layers import Flatten, MaxPool2d, ReLU, Sequential
+from module4.models import DigitCNN
+from project.cnn_train import FitConfig, Split, fit
+from project.digits_data import digits_split
+
+
+def images_to_input(x: npt.NDArray[np.float64]) -> Tensor:
+    """A batch of images ``(n, h, w)`` as a ``(n, 1, h, w)`` tensor on the fast backend."""
+    return from_numpy(np.ascontiguousarray(x[:, None], dtype=np.float64), FastTensorBackend)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m project.train_digits", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--epochs", type=int, default=20, help="passes over the training set (20)")
+    p.add_argument("--batch-size", type=int, default=32, help="examples per step (32)")
+    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate (0.003)")
+    p.add_argument("--seed", type=int, default=0, help="weights, dropout and batch order (0)")
+    p.add_argument("--gate", type=float, default=0.95, help="test accuracy the run must reach")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
+    p.add_argument("--no-figures", action="store_true", help="skip the four figures")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    console = Console(soft_wrap=True)
+    x_train, y_train, x_test, y_test = digits_split()
+    model = DigitCNN(size=8, seed=args.seed)
+    console.print(model_summary(model))
+    config = FitConfig(
+        name="digits",
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        seed=args.seed,
+        gate=args.gate,
+        out=args.out,
+        figures=not args.no_figures,
+    )
+    result = fit(
+        model,
+        model.conv1.weight,
+        Split(x_train, y_train),
+        Split(x_test, y_test),
+        config,
+        images_to_input,
+        console,
+    )
+    passed, message = result.gate(args.gate)
+    console.print(message)
+    return 0 if passed else 1
+
+
+def model_summary(model: DigitCNN) -> str:
+    """The DigitCNN's layers, in the order its forward runs them, as a Sequential
+    summary for one ``size × size`` image (the layers are shared, not copied)."""
+    view = Sequential(
+        model.conv1,
+        ReLU(),
+        MaxPool2d(2),
+        model.conv2,
+        ReLU(),
+        MaxPool2d(2),
+        Flatten(),
+        model.dropout,
+        model.hidden,
+        ReLU(),
+        model.out,
+    )
+    return view.summary((1, 1, model.size, model.size))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
