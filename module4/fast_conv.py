@@ -35,6 +35,7 @@ place). Under :data:`PARALLEL_MIN` multiply-adds they run on the calling thread.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,9 +45,16 @@ from module0.autodiff import Context
 from module1.tensor import Tensor
 from module1.tensor_data import ShapeError, TensorData, is_device_array
 from module1.tensor_functions import BackendError, Function
+from module2 import cache
+from module2.fast_matmul import micro_kernel
 
 if TYPE_CHECKING:
     from module1.tensor_ops import TensorBackend
+
+cache.WATCHED[str(Path(__file__).resolve())] = (Path(cache.__file__).parent / "fast_matmul.py",)
+"""The weight-gradient kernels inline task 2.3's micro-kernel: an edit to
+``module2/fast_matmul.py`` must recompile them, not load them from Numba's cache (see
+:mod:`module2.cache`). Registered before any kernel here is decorated."""
 
 FASTMATH = {"contract", "reassoc"}
 """Fuse multiply-adds and regroup sums, which lets LLVM vectorize the loops."""
@@ -92,34 +100,6 @@ def axpy_4x4(
         acc1[j] += b0 * y0 + b1 * y1 + b2 * y2 + b3 * y3
         acc2[j] += c0 * y0 + c1 * y1 + c2 * y2 + c3 * y3
         acc3[j] += d0 * y0 + d1 * y1 + d2 * y2 + d3 * y3
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def dot_4x4(a0: Any, a1: Any, a2: Any, a3: Any, b0: Any, b1: Any, b2: Any, b3: Any, n: int) -> Any:
-    """The 16 dot products ``a_r . b_q`` over ``n`` entries, as a tuple (``4 r + q``):
-    16 running sums in registers, 8 loads per step (task 2.3's micro-kernel)."""
-    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
-    s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
-    for p in range(n):
-        x0, x1, x2, x3 = a0[p], a1[p], a2[p], a3[p]
-        y0, y1, y2, y3 = b0[p], b1[p], b2[p], b3[p]
-        s00 += x0 * y0
-        s01 += x0 * y1
-        s02 += x0 * y2
-        s03 += x0 * y3
-        s10 += x1 * y0
-        s11 += x1 * y1
-        s12 += x1 * y2
-        s13 += x1 * y3
-        s20 += x2 * y0
-        s21 += x2 * y1
-        s22 += x2 * y2
-        s23 += x2 * y3
-        s30 += x3 * y0
-        s31 += x3 * y1
-        s32 += x3 * y2
-        s33 += x3 * y3
-    return (s00, s01, s02, s03, s10, s11, s12, s13, s20, s21, s22, s23, s30, s31, s32, s33)
 
 
 @njit(fastmath=FASTMATH)
@@ -168,19 +148,19 @@ def spread_taps(cols_grad: Any, offsets: Any, taps: Any, grad: Any) -> None:
 def accumulate_taps(acc: Any, grad: Any, cols: Any, offsets: Any) -> None:
     """``acc[o, t] += grad[o, :] . cols[offsets[t] : offsets[t] + L]``: the gradient of
     :func:`correlate_taps` for ``taps``. ``acc`` is ``(O4, T4)``, ``grad`` ``(O4, L)``,
-    both sizes multiples of 4 (padding rows of ``grad`` zero)."""
+    both sizes multiples of 4 (padding rows of ``grad`` zero). A block of 4 x 4 of these
+    dot products is ``grad[o:o+4] @ runs.T``, which is exactly what task 2.3's
+    :func:`~module2.fast_matmul.micro_kernel` computes (16 sums in registers, 8 loads per
+    step), once the 4 runs are copied into the rows of a small buffer."""
     o4, t4 = acc.shape
     n = grad.shape[1]
-    for o in range(0, o4, 4):
-        g0, g1, g2, g3 = grad[o], grad[o + 1], grad[o + 2], grad[o + 3]
-        for t in range(0, t4, 4):
-            p0, p1, p2, p3 = offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3]
-            x0, x1 = cols[p0 : p0 + n], cols[p1 : p1 + n]
-            x2, x3 = cols[p2 : p2 + n], cols[p3 : p3 + n]
-            s = dot_4x4(g0, g1, g2, g3, x0, x1, x2, x3, n)
-            for r in range(4):
-                for q in range(4):
-                    acc[o + r, t + q] += s[4 * r + q]
+    runs = np.empty((4, n))
+    out = acc.reshape(-1)
+    for t in range(0, t4, 4):
+        for q in range(4):
+            runs[q] = cols[offsets[t + q] : offsets[t + q] + n]
+        for o in range(0, o4, 4):
+            micro_kernel(grad, o, runs, 0, n, out, o * t4 + t, t4, 1, 4, 4)
 
 
 @njit(inline="always")
