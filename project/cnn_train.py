@@ -19,6 +19,7 @@ the first layer's weights moved from their initial values (relative change at le
 
 from __future__ import annotations
 
+import argparse
 import csv
 import math
 import time
@@ -218,6 +219,52 @@ def fit(
         ]
     console.print("wrote " + ", ".join(str(p) for p in result.files))
     return result
+
+
+def add_run_args(p: argparse.ArgumentParser, epochs: int, lr: float) -> None:
+    """The options every milestone script shares (``--epochs``, ``--batch-size``,
+    ``--lr``, ``--seed``, ``--out``, ``--no-figures``), with its own defaults."""
+    p.add_argument(
+        "--epochs", type=int, default=epochs, help=f"passes over the training set ({epochs})"
+    )
+    p.add_argument("--batch-size", type=int, default=32, help="examples per step (32)")
+    p.add_argument(
+        "--lr", type=float, default=lr, help=f"Adam learning rate, start of the cosine ({lr})"
+    )
+    p.add_argument("--seed", type=int, default=0, help="weights, dropout and batch order (0)")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
+    p.add_argument("--no-figures", action="store_true", help="skip the four figures")
+
+
+def config_from(args: argparse.Namespace, name: str, gate: float, **extra: Any) -> FitConfig:
+    """A FitConfig from the options of :func:`add_run_args`."""
+    return FitConfig(
+        name=name,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        seed=args.seed,
+        gate=gate,
+        out=args.out,
+        figures=not args.no_figures,
+        **extra,
+    )
+
+
+def run_gated(
+    model: Module,
+    first_layer: Parameter,
+    train: Split,
+    test: Split,
+    config: FitConfig,
+    to_input: Callable[[npt.NDArray[Any]], Any],
+    console: Console,
+) -> int:
+    """:func:`fit`, then print the gate's verdict; the exit status (0 passed, 1 not)."""
+    result = fit(model, first_layer, train, test, config, to_input, console)
+    passed, message = result.gate(config.gate)
+    console.print(message)
+    return 0 if passed else 1
 
 
 # ## Figures

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +23,7 @@ from module1.tensor import Tensor, from_numpy
 from module2.fast_ops import FastTensorBackend
 from module4.layers import Flatten, MaxPool2d, ReLU, Sequential
 from module4.models import DigitCNN
-from project.cnn_train import FitConfig, Split, fit
+from project.cnn_train import Split, add_run_args, config_from, run_gated
 from project.digits_data import digits_split
 
 
@@ -37,13 +36,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m project.train_digits", description=__doc__.split("\n")[0]
     )
-    p.add_argument("--epochs", type=int, default=20, help="passes over the training set (20)")
-    p.add_argument("--batch-size", type=int, default=32, help="examples per step (32)")
-    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate (0.003)")
-    p.add_argument("--seed", type=int, default=0, help="weights, dropout and batch order (0)")
-    p.add_argument("--gate", type=float, default=0.95, help="test accuracy the run must reach")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
-    p.add_argument("--no-figures", action="store_true", help="skip the four figures")
+    add_run_args(p, epochs=20, lr=3e-3)
+    p.add_argument("--gate", type=float, default=0.95, help="test accuracy to reach (0.95)")
     return p
 
 
@@ -53,28 +47,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     x_train, y_train, x_test, y_test = digits_split()
     model = DigitCNN(size=8, seed=args.seed)
     console.print(model_summary(model))
-    config = FitConfig(
-        name="digits",
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        seed=args.seed,
-        gate=args.gate,
-        out=args.out,
-        figures=not args.no_figures,
-    )
-    result = fit(
+    return run_gated(
         model,
         model.conv1.weight,
         Split(x_train, y_train),
         Split(x_test, y_test),
-        config,
+        config_from(args, "digits", args.gate),
         images_to_input,
         console,
     )
-    passed, message = result.gate(args.gate)
-    console.print(message)
-    return 0 if passed else 1
 
 
 def model_summary(model: DigitCNN) -> str:

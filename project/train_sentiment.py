@@ -32,7 +32,7 @@ import numpy.typing as npt
 from rich.console import Console
 
 from module4.models import SentenceCNN
-from project.cnn_train import FitConfig, Split, fit
+from project.cnn_train import Split, add_run_args, config_from, run_gated
 from project.sentences import Example, Vocab, encode, read_glove, read_sst2, standin_sst
 
 
@@ -58,13 +58,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dim", type=int, help="word-vector size (32; the GloVe file's with --glove)")
     p.add_argument("--length", type=int, default=32, help="tokens per sentence (32)")
     p.add_argument("--filters", type=int, default=32, help="filters per window width (32)")
-    p.add_argument("--epochs", type=int, default=10, help="passes over the training set (10)")
-    p.add_argument("--batch-size", type=int, default=32, help="examples per step (32)")
-    p.add_argument("--lr", type=float, default=1e-2, help="Adam learning rate (0.01)")
-    p.add_argument("--seed", type=int, default=0, help="data, weights, dropout, order (0)")
+    add_run_args(p, epochs=10, lr=1e-2)
     p.add_argument("--gate", type=float, help="test accuracy to reach (0.95; 0.75 on SST-2)")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
-    p.add_argument("--no-figures", action="store_true", help="skip the four figures")
     return p
 
 
@@ -102,18 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         freeze=embeddings is not None,
         seed=args.seed,
     )
-    config = FitConfig(
-        name="sentiment",
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        seed=args.seed,
-        gate=gate,
-        out=args.out,
-        figures=not args.no_figures,
-        class_names=("negative", "positive"),
-    )
-    result = fit(
+    config = config_from(args, "sentiment", gate, class_names=("negative", "positive"))
+    return run_gated(
         model,
         model.convs[0].weight,
         to_split(train, vocab, args.length),
@@ -122,9 +107,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         identity,
         console,
     )
-    passed, message = result.gate(gate)
-    console.print(message)
-    return 0 if passed else 1
 
 
 def _glove_dim(path: Path) -> int:

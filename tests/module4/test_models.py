@@ -16,12 +16,13 @@ import pytest
 from module1.tensor import from_numpy
 from module2.fast_ops import FastTensorBackend
 from module4.models import DigitCNN, SentenceCNN
-from project import train_digits, train_sentiment
+from project import train_digits, train_mnist, train_sentiment
 from project.cnn_train import FitConfig, Split, fit
 from project.digits_data import digits_split
 from project.sentences import Vocab, standin_sst
 from tests.layouts import check
 from tests.module4.reference import np_conv, np_maxpool
+from tests.module4.test_idx import idx_bytes, write
 
 pytestmark = pytest.mark.task4_5
 
@@ -142,3 +143,22 @@ def test_gate_needs_the_first_layer_to_move(tmp_path: Path) -> None:
     assert result.moved == 0.0
     passed, message = result.gate(0.0)
     assert not passed and "NOT moved" in message
+
+
+def test_mnist_script_trains_on_tiny_t10k_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only t10k files (as in ../shared/data/mnist): the script splits them 80/20 here."""
+    monkeypatch.setenv("MINITORCH_DATA", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    labels = np.arange(100, dtype=np.uint8) % 2
+    images = np.zeros((100, 28, 28), dtype=np.uint8)
+    images[labels == 1, 4:24, 12:16] = 200  # a bar: class 1, blank: class 0
+    images += rng.integers(0, 40, images.shape, dtype=np.uint8)
+    write(tmp_path / "t10k-images-idx3-ubyte", idx_bytes(images))
+    write(tmp_path / "t10k-labels-idx1-ubyte", idx_bytes(labels))
+    args = ["--data-dir", str(tmp_path), "--out", str(tmp_path), "--epochs", "4", "--gate", "0.9"]
+    more = ["--batch-size", "8", "--lr", "0.01", "--channels", "2", "4", "--no-figures"]
+    assert train_mnist.main([*args, *more]) == 0
+    rows = (tmp_path / "mnist" / "log.csv").read_text().splitlines()
+    assert len(rows) == 5 and float(rows[-1].split(",")[4]) >= 0.9
