@@ -163,6 +163,20 @@ def accumulate_taps(acc: Any, grad: Any, cols: Any, offsets: Any) -> None:
             micro_kernel(grad, o, runs, 0, n, out, o * t4 + t, t4, 1, 4, 4)
 
 
+@njit
+def sum_partials(out: Any, partial: Any) -> None:
+    """``out[o, t] = sum_j partial[j, o, t]`` over the rows and columns of ``out`` (the
+    partial arrays may be larger: rounded up to multiples of 4). The last step of a
+    weight gradient; each chunk's partial sum is added in a fixed order."""
+    rows, cols = out.shape
+    for o in range(rows):
+        for t in range(cols):
+            total = 0.0
+            for j in range(partial.shape[0]):
+                total += partial[j, o, t]
+            out[o, t] = total
+
+
 @njit(inline="always")
 def round_up(n: int, m: int) -> int:
     """``n`` rounded up to a multiple of ``m``."""
@@ -349,13 +363,7 @@ def conv1d_backward_weight(
             lo, hi = j * batch // chunks, (j + 1) * batch // chunks
             conv1d_weight_chunk(partial[j], input, grad_out, lo, hi, kernel, offsets, stride,
                                 padding)  # fmt: skip
-    flat = grad_weight.reshape(out_channels, n_taps)
-    for o in range(out_channels):
-        for t in range(n_taps):
-            total = 0.0
-            for j in range(chunks):
-                total += partial[j, o, t]
-            flat[o, t] = total
+    sum_partials(grad_weight.reshape(out_channels, n_taps), partial)
     # END SOLUTION
 
 
@@ -599,13 +607,7 @@ def conv2d_backward_weight(
                 partial[j], input, grad_out, j * batch // chunks, (j + 1) * batch // chunks,
                 kernel_w, rows, offsets, stride_h, stride_w, pad_h, pad_w,
             )  # fmt: skip
-    flat = grad_weight.reshape(out_channels, n_taps)
-    for o in range(out_channels):
-        for t in range(n_taps):
-            total = 0.0
-            for j in range(chunks):
-                total += partial[j, o, t]
-            flat[o, t] = total
+    sum_partials(grad_weight.reshape(out_channels, n_taps), partial)
     # END SOLUTION
 
 
