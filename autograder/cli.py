@@ -2,6 +2,7 @@
 
 minitorch status                      progress per task (students)
 minitorch test 0.4                    one task's tests, with where to look
+minitorch test                        the list of tasks
 minitorch doctor                      check the installation
 minitorch release OUT [--through N]   write and verify the student handout
 minitorch grade SUBMISSION --out DIR  grade an untrusted submission
@@ -23,8 +24,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("status", help="a table of every task: passed / failed / not started")
-    test = sub.add_parser("test", help="run one task's tests")
-    test.add_argument("task", help="task id, e.g. 0.4")
+    test = sub.add_parser("test", help="run one task's tests (no task: list the tasks)")
+    test.add_argument("task", nargs="?", default=None, help="task id, e.g. 0.4")
+    test.add_argument("--full", action="store_true",
+                      help="also print pytest's own report, and every failing test")  # fmt: skip
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
     sub.add_parser("doctor", help="check Python, numba, the CUDA route and matplotlib")
     rel = sub.add_parser("release", help="write the student handout and verify it")
@@ -59,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "test":
         from autograder.status import run_task_tests
 
-        return run_task_tests(args.task, args.pytest_args, console=console)
+        return run_task_tests(args.task, args.pytest_args, console=console, full=args.full)
     if args.command == "doctor":
         from autograder.doctor import run_doctor
 
@@ -73,7 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ReleaseError as exc:
             console.print(f"[red]release refused:[/] {exc}")
             return 1
-        console.print(f"[green]handout written and verified:[/] {args.out_dir}")
+        if args.verify:
+            console.print(f"[green]handout written and verified:[/] {args.out_dir}")
+        else:
+            console.print(f"[yellow]handout written, NOT verified (--no-verify):[/] {args.out_dir}")
         return 0
     if args.command == "grade":
         from autograder.grade import Limits, grade_to

@@ -21,17 +21,26 @@ changed; the grader scores a run with any change as zero.
 
 The signature proves a line came from a process holding the secret; it cannot prove
 that code inside that process (the submission runs there too) did not misuse it.
+
+For every run (the student's ``pytest`` too, through ``tests/conftest.py``): a test that
+reaches a handout stub (``NotImplementedError("Task 0.4: implement ...")``) ends there.
+Hypothesis would otherwise go on generating and shrinking examples against a function
+that raises at once (seconds per test); the stub's error is reported as it is.
+With ``--minitorch-reach`` each test's record also lists the registry functions it
+called (for ``minitorch test``'s "where to look").
 """
 
 from __future__ import annotations
 
 import builtins
 import ctypes
+import functools
 import hashlib
 import hmac
 import json
 import math
 import os
+import re
 import sys
 import types
 from pathlib import Path
@@ -39,7 +48,10 @@ from typing import Any
 
 import pytest
 
-from autograder.registry import TASKS
+from autograder.registry import TASKS, Task
+
+STUB_MESSAGE = re.compile(r"^Task (?P<task>\d+\.\d+): implement (?P<what>.+?)(?: \(see |$)")
+"""The message of a handout stub's NotImplementedError (see ``autograder.regions``)."""
 
 TASK_MARKERS = {t.marker: t.id for t in TASKS}
 _GUARDED_HOOKS = (
@@ -114,6 +126,214 @@ def load_hypothesis_profile() -> None:
     )
     default = "ci" if os.environ.get("CI") else "dev"
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", default))
+
+
+class _StubReached(BaseException):
+    """Carries a stub's NotImplementedError out of a Hypothesis test at once.
+
+    Hypothesis catches ``Exception`` to shrink; a ``BaseException`` that is not one
+    passes straight through, and :func:`pytest_runtest_call` puts the original error
+    back for the report."""
+
+
+def is_stub_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a handout stub's NotImplementedError."""
+    return isinstance(exc, NotImplementedError) and bool(STUB_MESSAGE.match(str(exc)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """End a Hypothesis test at the first stub it reaches (no more examples, no
+    shrinking). Idempotent: both the conftest and ``-p`` may load this hook."""
+    handle: Any = getattr(getattr(item, "obj", None), "hypothesis", None)
+    inner = getattr(handle, "inner_test", None)
+    if inner is None or getattr(inner, "_minitorch_fast_fail", False):
+        outcome = yield
+        return
+
+    @functools.wraps(inner)  # Hypothesis names the test by its inner function
+    def fast_fail(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return inner(*args, **kwargs)
+        except NotImplementedError as exc:
+            if is_stub_error(exc):
+                raise _StubReached(exc) from None
+            raise
+
+    fast_fail._minitorch_fast_fail = True  # type: ignore[attr-defined]
+    handle.inner_test = fast_fail
+    try:
+        outcome = yield
+    finally:
+        handle.inner_test = inner
+    if isinstance(outcome.exception, _StubReached):
+        outcome.force_exception(outcome.exception.args[0])
+
+
+def _failure_details(
+    item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]
+) -> dict[str, Any]:
+    """What a student needs from a failure: the exception's type and message (with
+    Hypothesis's notes, such as the failing example), and the innermost line of the
+    stage packages it passed through."""
+    exc = excinfo.value
+    notes = [str(n) for n in getattr(exc, "__notes__", []) or []]
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # Hypothesis: several bugs
+        first = exc.exceptions[0]
+        notes = [
+            f"{len(exc.exceptions)} different failures; the first:",
+            f"{type(first).__name__}: {first}",
+            *[str(n) for n in getattr(first, "__notes__", []) or []],
+        ]
+    where = None
+    root = Path(str(item.config.rootpath)).resolve()
+    for entry in excinfo.traceback:
+        path = Path(str(entry.path))
+        try:
+            rel = path.resolve().relative_to(root)
+        except ValueError:
+            continue
+        if rel.parts and rel.parts[0].startswith("module"):
+            where = {"file": rel.as_posix(), "line": entry.lineno + 1, "function": entry.name}
+    return {
+        "type": type(exc).__name__,
+        "text": str(exc)[:2000],
+        "notes": [n[:1000] for n in notes[:5]],
+        "stub": is_stub_error(exc),
+        "where": where,
+    }
+
+
+def _code_tree(code: types.CodeType) -> list[types.CodeType]:
+    """``code`` and the code objects nested in it (inner functions, comprehensions)."""
+    found = [code]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found += _code_tree(const)
+    return found
+
+
+def _reach_targets(tasks: tuple[Task, ...]) -> dict[types.CodeType, set[str]]:
+    """Map code objects to the registry functions (``module:qualname``) a call of them
+    reaches.
+
+    A plain Python function reaches itself. A Numba dispatcher runs no Python frame, so
+    it counts as reached when a Python function of its stage whose code names it runs
+    (the given wrapper that launches the kernel), and a dispatcher reaches those its own
+    Python source names (``gemm`` -> ``micro_kernel``)."""
+    import importlib
+
+    codes: dict[types.CodeType, set[str]] = {}
+    dispatchers: dict[str, tuple[str, Any]] = {}  # global name -> (spec, dispatcher)
+    stages = set()
+    for task in tasks:
+        for spec in task.functions:
+            module_name, _, qual = spec.partition(":")
+            try:
+                obj: Any = importlib.import_module(module_name)
+                for part in qual.split("."):
+                    obj = getattr(obj, part)
+            except Exception:  # a stage the tree lacks, a name that moved
+                continue
+            stages.add(module_name.split(".")[0])
+            obj = getattr(obj, "__func__", obj)
+            if hasattr(obj, "py_func"):
+                dispatchers[qual.split(".")[-1]] = (spec, obj)
+            elif isinstance(getattr(obj, "__code__", None), types.CodeType):
+                codes.setdefault(obj.__code__, set()).add(spec)
+    if not dispatchers:
+        return codes
+
+    def reached_from(names: set[str] | tuple[str, ...]) -> set[str]:
+        reached: set[str] = set()
+        todo = [n for n in names if n in dispatchers]
+        while todo:
+            spec, dispatcher = dispatchers[todo.pop()]
+            if spec not in reached:
+                reached.add(spec)
+                for code in _code_tree(dispatcher.py_func.__code__):
+                    todo += [n for n in code.co_names if n in dispatchers]
+        return reached
+
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".")[0] not in stages:
+            continue
+        for value in list(vars(module).values()):
+            members = list(vars(value).values()) if isinstance(value, type) else [value]
+            for member in members:
+                member = getattr(member, "__func__", member)
+                code = getattr(member, "__code__", None)
+                if not isinstance(code, types.CodeType) or hasattr(member, "py_func"):
+                    continue
+                for inner in _code_tree(code):
+                    if reached := reached_from(inner.co_names):
+                        codes.setdefault(inner, set()).update(reached)
+    return codes
+
+
+class ReachTracker:
+    """Records, per test, which registry functions its calls reached (a profile hook
+    on Python calls; see :func:`_reach_targets` for Numba kernels)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.codes: dict[Any, set[str]] | None = None
+        self.current: set[str] = set()
+
+    def _profile(self, frame: types.FrameType, event: str, arg: Any) -> None:
+        if event == "call" and self.codes is not None:
+            found = self.codes.get(frame.f_code)
+            if found:
+                self.current |= found
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        if self.codes is None:
+            wanted = {TASK_MARKERS[m.name] for it in item.session.items
+                      for m in it.iter_markers() if m.name in TASK_MARKERS}  # fmt: skip
+            self.codes = _reach_targets(tuple(t for t in TASKS if t.id in wanted))
+        self.current = set()
+        sys.setprofile(self._profile)
+        threading_setprofile = getattr(__import__("threading"), "setprofile", None)
+        if threading_setprofile is not None:
+            threading_setprofile(self._profile)
+        try:
+            yield
+        finally:
+            sys.setprofile(None)
+            if threading_setprofile is not None:
+                threading_setprofile(None)
+        item.stash[REACHED] = sorted(self.current)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``--minitorch-not-started``: the tests of untouched tasks are skipped unrun
+    (``minitorch status`` counts them as not passed; they fail on the handout)."""
+    wanted = item.config.getoption("--minitorch-not-started", "") or ""
+    if wanted:
+        ids = set(wanted.split(","))
+        if any(TASK_MARKERS.get(m.name) in ids for m in item.iter_markers()):
+            pytest.skip("task not started: its stubs are untouched")
+
+
+REACHED = pytest.StashKey[list[str]]()
+DETAILS = pytest.StashKey[dict[str, Any]]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Keep the failure's details for the report (see :func:`_failure_details`)."""
+    outcome = yield
+    if call.excinfo is not None and call.when in ("setup", "call"):
+        try:
+            details = _failure_details(item, call.excinfo)
+        except Exception:  # never let the reporting break a run
+            return
+        report = outcome.get_result()
+        report.minitorch_details = details
+    if call.when == "call" and REACHED in item.stash:
+        outcome.get_result().minitorch_reached = item.stash[REACHED]
 
 
 def _fingerprint_code(code: types.CodeType, digest: Any) -> None:
@@ -308,11 +528,16 @@ class Reporter:
                 message = (report.longreprtext or "")[-3000:]
             elif report.skipped and isinstance(report.longrepr, tuple):
                 message = str(report.longrepr[2])
-            self.write(
-                {"event": "test", "nodeid": report.nodeid, "when": report.when,
-                 "outcome": outcome, "duration": round(report.duration, 6),
-                 "message": message}
-            )  # fmt: skip
+            record = {"event": "test", "nodeid": report.nodeid, "when": report.when,
+                      "outcome": outcome, "duration": round(report.duration, 6),
+                      "message": message}  # fmt: skip
+            details = getattr(report, "minitorch_details", None)
+            if report.failed and details is not None:
+                record["details"] = details
+            reached = getattr(report, "minitorch_reached", None)
+            if reached is not None:
+                record["reached"] = reached
+            self.write(record)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -326,6 +551,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--minitorch-key-fd", type=int, default=None, help="read the report's HMAC key here"
     )
+    group.addoption(
+        "--minitorch-not-started", default="", metavar="IDS",
+        help="skip, without running them, the tests of these tasks (comma-separated)",
+    )  # fmt: skip
+    group.addoption(
+        "--minitorch-reach", action="store_true",
+        help="record which registry functions each test calls",
+    )  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -342,3 +575,5 @@ def pytest_configure(config: pytest.Config) -> None:
             os.close(fd)
             key = b"".join(chunks)
         config.pluginmanager.register(Reporter(config, path, key), "minitorch-reporter")
+    if config.getoption("--minitorch-reach", False):
+        config.pluginmanager.register(ReachTracker(config), "minitorch-reach")

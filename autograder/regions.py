@@ -1,13 +1,20 @@
 """Solution regions: finding them in the reference and stubbing them for the handout.
 
-A region is the lines between ``# BEGIN SOLUTION <task id>`` and ``# END SOLUTION``
-(each alone on its line). Stubbing replaces the region, markers included, with one line
-at the marker's indentation:
+A region is the lines between ``# BEGIN SOLUTION <task id> [kind]`` and
+``# END SOLUTION`` (each alone on its line). In the handout a region becomes, at the
+marker's indentation:
 
-* ``raise NotImplementedError("Task 0.4: ...")`` naming the task, the function and the
-  file, so an unfinished task fails loudly;
-* ``pass  # Task 3.1: ...`` for a region whose BEGIN marker ends in ``nowrite``, for
-  places where raising is impossible (inside a CUDA kernel): the stub writes nothing.
+* (no kind) three lines: a student-facing begin line naming the task, the stub
+  ``raise NotImplementedError("Task 0.4: implement ...")`` naming the task, the function
+  and the file, so an unfinished task fails loudly, and an end line; the student
+  replaces the stub with their code between the two lines;
+* ``nowrite``: the same, with ``pass  # Task 3.1: implement ...`` as the stub, for places
+  where raising is impossible (inside a CUDA kernel): the stub writes nothing;
+* ``omit``: nothing at all. For the reference's own helpers (work splitting, packing,
+  fast paths) that its solution of a task uses but the task does not ask for: a
+  student writes the task's functions in any way they like, so the handout neither
+  shows nor prescribes the reference's decomposition. Given code may not use a name
+  that an ``omit`` region defines (the release checks this).
 
 Every byte outside the regions is kept as it is.
 """
@@ -19,7 +26,7 @@ from dataclasses import dataclass
 
 _WORD = "SOLUTION"  # spelled once, so this file holds no marker line itself
 BEGIN = re.compile(
-    rf"^(?P<indent>[ \t]*)# BEGIN {_WORD} (?P<task>\S+)(?: (?P<kind>nowrite))?[ \t]*$"
+    rf"^(?P<indent>[ \t]*)# BEGIN {_WORD} (?P<task>\S+)(?: (?P<kind>nowrite|omit))?[ \t]*$"
 )
 END = re.compile(rf"^[ \t]*# END {_WORD}[ \t]*$")
 _ANY = re.compile(rf"^\s*#\s*(BEGIN|END)\s+{_WORD}")
@@ -39,9 +46,18 @@ class Region:
     begin: int
     end: int
     indent: str
-    nowrite: bool
+    kind: str
+    """``""`` (a stub that raises), ``"nowrite"`` or ``"omit"``."""
     function: str
     """The enclosing ``def``/``class`` names, dotted (``"Mul.forward"``), or ``""``."""
+
+    @property
+    def nowrite(self) -> bool:
+        return self.kind == "nowrite"
+
+    @property
+    def omit(self) -> bool:
+        return self.kind == "omit"
 
     def body(self, lines: list[str]) -> list[str]:
         """The solution lines between the markers."""
@@ -86,7 +102,7 @@ def find_regions(text: str, path: str) -> list[Region]:
                     begin=start + 1,
                     end=number,
                     indent=m.group("indent"),
-                    nowrite=m.group("kind") == "nowrite",
+                    kind=m.group("kind") or "",
                     function=_enclosing(lines, start, m.group("indent")),
                 )
             )
@@ -99,14 +115,41 @@ def find_regions(text: str, path: str) -> list[Region]:
     return regions
 
 
+def begin_line(task_id: str) -> str:
+    """The student-facing comment that opens a stubbed region (no indent, no newline)."""
+    return f"# ---- Task {task_id}: your code starts here ----"
+
+
+def end_line(task_id: str) -> str:
+    """The student-facing comment that closes a stubbed region."""
+    return f"# ---- Task {task_id}: your code ends here ----"
+
+
+STUDENT_BEGIN = re.compile(r"^(?P<indent>[ \t]*)# ---- Task (?P<task>\S+): your code starts here")
+"""Matches a handout's begin line (see :func:`begin_line`)."""
+STUDENT_END = re.compile(r"^[ \t]*# ---- Task (?P<task>\S+): your code ends here")
+
+
 def stub_line(region: Region, newline: str = "\n") -> str:
-    """The line that replaces ``region`` in the handout."""
+    """The stub statement that stands in for ``region`` in the handout (one line)."""
     stage = region.task_id.split(".")[0]
     what = f"{region.function} in {region.path}" if region.function else region.path
     message = f"Task {region.task_id}: implement {what} (see module{stage}/README.md)"
     if region.nowrite:
         return f"{region.indent}pass  # {message}{newline}"
     return f"{region.indent}raise NotImplementedError({message!r}){newline}"
+
+
+def stub_block(region: Region, newline: str = "\n") -> list[str]:
+    """The lines that replace ``region`` in the handout: none for an ``omit`` region,
+    otherwise the begin line, the stub and the end line."""
+    if region.omit:
+        return []
+    return [
+        f"{region.indent}{begin_line(region.task_id)}{newline}",
+        stub_line(region, newline),
+        f"{region.indent}{end_line(region.task_id)}{newline}",
+    ]
 
 
 def stub_pattern(task_id: str) -> re.Pattern[str]:
@@ -117,8 +160,15 @@ def stub_pattern(task_id: str) -> re.Pattern[str]:
     )
 
 
+def _blank(line: str) -> bool:
+    return not line.strip()
+
+
 def stub_text(text: str, path: str, task_ids: set[str] | None = None) -> str:
-    """``text`` with its regions (those of ``task_ids``, or all) replaced by stubs."""
+    """``text`` with its regions (those of ``task_ids``, or all) replaced by stubs.
+
+    An ``omit`` region is dropped; where blank lines stood on both of its sides, those
+    after it are dropped too, so the handout keeps the file's spacing."""
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     cursor = 0
@@ -128,7 +178,70 @@ def stub_text(text: str, path: str, task_ids: set[str] | None = None) -> str:
         out.extend(lines[cursor : region.begin - 1])
         marker = lines[region.begin - 1]
         newline = marker[len(marker.rstrip("\r\n")) :] or "\n"
-        out.append(stub_line(region, newline))
+        out.extend(stub_block(region, newline))
         cursor = region.end
+        if region.omit and (not out or _blank(out[-1])):
+            while cursor < len(lines) and _blank(lines[cursor]):
+                cursor += 1
+            if cursor == len(lines):
+                while out and _blank(out[-1]):
+                    out.pop()
     out.extend(lines[cursor:])
     return "".join(out)
+
+
+def omitted_names(text: str, path: str, task_ids: set[str] | None = None) -> dict[str, Region]:
+    """Top-level ``def``/``class`` names that the ``omit`` regions of ``text`` define."""
+    lines = text.splitlines(keepends=True)
+    names: dict[str, Region] = {}
+    for region in find_regions(text, path):
+        if region.omit and (task_ids is None or region.task_id in task_ids):
+            for line in region.body(lines):
+                if (m := _DEF.match(line)) and not m.group("indent"):
+                    names[m.group("name")] = region
+    return names
+
+
+def fill_text(text: str, bodies: dict[tuple[str, str], str]) -> tuple[str, set[tuple[str, str]]]:
+    """A handout file with some stubs replaced by code, as a student would write it.
+
+    ``bodies`` maps (task id, function as the stub names it, e.g. ``"Mul.forward"``) to
+    the code (dedented; it is indented like the stub) that replaces the stub between
+    that region's begin and end lines. Returns the new text and the keys it used. For
+    the tooling's own tests: filling a fresh handout with known answers."""
+    import textwrap
+
+    lines = text.splitlines(keepends=True)
+    used: set[tuple[str, str]] = set()
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        m = re.search(r"Task (\S+): implement (.+?) in ", line)
+        previous = lines[index - 1] if index else ""
+        if m and STUDENT_BEGIN.match(previous) and (m[1], m[2]) in bodies:
+            key = (m[1], m[2])
+            indent = line[: len(line) - len(line.lstrip())]
+            newline = line[len(line.rstrip("\r\n")) :] or "\n"
+            body = textwrap.dedent(bodies[key]).strip("\n")
+            out.extend(indent + row + newline if row.strip() else newline
+                       for row in body.splitlines())  # fmt: skip
+            used.add(key)
+        else:
+            out.append(line)
+    return "".join(out), used
+
+
+def reference_bodies(
+    text: str, path: str, task_ids: set[str] | None = None
+) -> dict[tuple[str, str], str]:
+    """(task id, function) -> the reference's solution body of each region (plain and
+    ``nowrite`` regions; ``omit`` regions have no stub to fill)."""
+    import textwrap
+
+    lines = text.splitlines(keepends=True)
+    bodies: dict[tuple[str, str], str] = {}
+    for region in find_regions(text, path):
+        if region.omit or (task_ids is not None and region.task_id not in task_ids):
+            continue
+        what = region.function or path
+        bodies[(region.task_id, what)] = textwrap.dedent("".join(region.body(lines)))
+    return bodies

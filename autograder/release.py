@@ -26,17 +26,20 @@ naming the task, file and test when any check does not hold:
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import site
 import subprocess
 import sys
+import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.handout import student_readme
 from autograder.paths import ROOT, available_tasks, repo_files
-from autograder.regions import BEGIN, END, RegionError, find_regions, stub_text
+from autograder.regions import BEGIN, END, RegionError, find_regions, omitted_names, stub_text
 from autograder.registry import TASKS, Task
 from autograder.runner import RunResult, TestResult, run_pytest
 
@@ -119,7 +122,9 @@ def write_handout(root: Path, out_dir: Path, through: int | None = None) -> Rele
         target = out_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         path = rel.as_posix()
-        if path in stubbed_files:
+        if path == "README.md":  # the handout's own front door, for students
+            target.write_text(student_readme(tasks), encoding="utf-8")
+        elif path in stubbed_files:
             text = (root / rel).read_bytes().decode("utf-8")
             try:
                 target.write_bytes(stub_text(text, path).encode("utf-8"))
@@ -155,6 +160,33 @@ def _check_no_solution_left(root: Path, report: ReleaseReport) -> None:
                 raise ReleaseError(
                     f"handout {path}: the solution of task {region.task_id} "
                     f"({region.function or 'line ' + str(region.begin)}) is still there"
+                )
+    _check_omitted_names_unused(root, report)
+
+
+def _check_omitted_names_unused(root: Path, report: ReleaseReport) -> None:
+    """Given code must not use what an ``omit`` region defined: the handout lacks it."""
+    omitted: dict[str, str] = {}
+    for path in report.files_stubbed:
+        text = (root / path).read_text(encoding="utf-8")
+        for name, region in omitted_names(text, path).items():
+            omitted[name] = f"{path}:{region.begin} (task {region.task_id})"
+    if not omitted:
+        return
+    for rel in repo_files(report.out_dir):
+        if rel.suffix != ".py" or rel.parts[0] == "tests":
+            continue
+        source = (report.out_dir / rel).read_text(encoding="utf-8")
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        except (tokenize.TokenError, SyntaxError) as exc:
+            raise ReleaseError(f"handout {rel} does not tokenize: {exc}") from exc
+        for token in tokens:
+            if token.type == tokenize.NAME and token.string in omitted:
+                raise ReleaseError(
+                    f"handout {rel}:{token.start[0]} uses {token.string}, which the "
+                    f"reference defines in an omit region at {omitted[token.string]}: "
+                    "the handout does not have it"
                 )
 
 

@@ -36,6 +36,10 @@ class TestResult:
     outcome: str  # passed, failed, error or skipped
     duration: float = 0.0
     message: str = ""
+    details: dict[str, Any] | None = None
+    """For a failure: the exception's type, text, notes and where it was raised."""
+    reached: list[str] = field(default_factory=list)
+    """Registry functions the test called (with ``--minitorch-reach``)."""
 
 
 @dataclass
@@ -109,15 +113,22 @@ def read_report(path: Path, key: bytes) -> RunResult:
         elif event == "collect_error":
             result.collect_errors.append(f"{record.get('nodeid')}: {record.get('message')}")
         elif event == "test":
+            details = record.get("details")
+            reached = record.get("reached")
             new = TestResult(
                 record["nodeid"], record["outcome"], record.get("duration", 0.0),
                 record.get("message", ""),
+                details if isinstance(details, dict) else None,
+                [str(r) for r in reached] if isinstance(reached, list) else [],
             )  # fmt: skip
             old = result.tests.get(new.nodeid)
             if old is None or _SEVERITY[new.outcome] > _SEVERITY[old.outcome]:
                 if old is not None:
                     new.duration += old.duration
+                    new.reached = sorted(set(new.reached) | set(old.reached))
                 result.tests[new.nodeid] = new
+            elif new.reached:
+                old.reached = sorted(set(new.reached) | set(old.reached))
         elif event == "finish":
             result.finished = True
             result.exitstatus = record.get("exitstatus")
@@ -231,13 +242,25 @@ def _wait(
 
 
 def child_env(
-    tree: Path, private: Path, extra: dict[str, str] | None = None, site_dirs: bool = False
+    tree: Path,
+    private: Path,
+    extra: dict[str, str] | None = None,
+    site_dirs: bool = False,
+    inherit: bool = False,
 ) -> dict[str, str]:
     """A minimal environment: nothing of the caller's beyond PATH and the locale.
 
     ``site_dirs`` appends this interpreter's site-packages folders to PYTHONPATH, for a
-    child started with ``-S``.
+    child started with ``-S``. ``inherit`` (a student's own run of their own code) keeps
+    the caller's environment and Numba's usual kernel cache, so the run reuses what the
+    student's earlier runs compiled.
     """
+    if inherit:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
+        env.setdefault("MPLBACKEND", "Agg")
+        env.update(extra or {})
+        return env
     path = [str(tree)]
     if site_dirs:
         import site
@@ -274,6 +297,7 @@ def run_pytest(
     signed: bool = False,
     isolate_conftest: bool = False,
     no_site: bool = False,
+    inherit_env: bool = False,
     env: dict[str, str] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> RunResult:
@@ -283,7 +307,7 @@ def run_pytest(
     from the tree is read); it implies ``no_site``: no site processing (``-S``), so no
     editable-install finder can import a package the tree lacks from another checkout.
     ``signed`` hands the child a fresh secret and accepts only report lines signed
-    with it.
+    with it. ``inherit_env`` keeps the caller's environment (see :func:`child_env`).
     """
     no_site = no_site or isolate_conftest
     start = time.monotonic()
@@ -320,7 +344,7 @@ def run_pytest(
         log_path = private / "output.log"
         with open(log_path, "wb") as log_file:
             proc = subprocess.Popen(
-                cmd, cwd=tree, env=child_env(tree, private, env, no_site),
+                cmd, cwd=tree, env=child_env(tree, private, env, no_site, inherit_env),
                 stdin=subprocess.DEVNULL,
                 stdout=log_file, stderr=subprocess.STDOUT, pass_fds=pass_fds,
                 preexec_fn=_limits(memory_mb),

@@ -1,20 +1,38 @@
-"""``minitorch status`` and ``minitorch test``: the student's view of their progress."""
+"""``minitorch status`` and ``minitorch test``: the student's view of their progress.
+
+Both run the graded tests in a child pytest with the course plugin, which reports each
+test's outcome and, for a failure, the exception's message (and Hypothesis's failing
+example); the student sees a summary built from that, not pages of tracebacks.
+
+``status`` shows every task of the tree. A task whose every stub is still exactly as the
+handout wrote it is "not started" without running its tests (the release proved that
+each of them fails on the handout), so a fresh handout's status takes seconds. It ends
+with the next step. ``test X.Y`` runs one task's tests and prints one line per function
+that is still a stub, then each failing test's message, then the functions the failing
+tests called ("where to look"), then the next step.
+"""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
 from autograder.paths import ROOT, available_tasks
-from autograder.regions import stub_pattern
+from autograder.pytest_plugin import STUB_MESSAGE
+from autograder.regions import STUDENT_BEGIN, STUDENT_END, stub_pattern
 from autograder.registry import Task, get_task
-from autograder.runner import RunResult, run_pytest
+from autograder.runner import RunResult, TestResult, run_pytest
+
+FAILURES_SHOWN = 8
+"""``minitorch test`` shows the messages of this many failing tests (``--full``: all)."""
+MESSAGE_LINES = 12
+"""...and at most this many lines of each message."""
 
 
 @dataclass
@@ -23,6 +41,8 @@ class TaskStatus:
     passed: int
     total: int
     stubbed: bool
+    untouched: bool = False
+    """Every stub still as the handout wrote it: the tests were not run."""
 
     @property
     def state(self) -> str:
@@ -37,35 +57,97 @@ class TaskStatus:
         return self.task.points * self.passed / self.total if self.total else 0.0
 
 
+def _read(root: Path, rel: str) -> str | None:
+    try:
+        return (root / rel).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def still_stubbed(task: Task, root: Path = ROOT) -> bool:
     """Whether any of the task's handout stubs is still in its files."""
     pattern = stub_pattern(task.id)
     for rel in task.files:
-        try:
-            if pattern.search((root / rel).read_text(encoding="utf-8")):
-                return True
-        except OSError:
+        text = _read(root, rel)
+        if text is None or pattern.search(text):
             return True
     return False
+
+
+@dataclass(frozen=True)
+class Stub:
+    """One handout stub still in a student's file."""
+
+    task_id: str
+    function: str
+    file: str
+    line: int
+    pristine: bool
+    """Nothing but the stub between its task's begin and end lines."""
+
+
+def find_stubs(task: Task, root: Path = ROOT) -> list[Stub]:
+    """The task's stubs still in its files, with their line numbers."""
+    found = []
+    pattern = stub_pattern(task.id)
+    for rel in task.files:
+        text = _read(root, rel)
+        if text is None:
+            continue
+        lines = text.splitlines()
+        for index, line in enumerate(lines):
+            if not pattern.search(line):
+                continue
+            match = re.search(r"implement (.+?) in ", line)
+            function = match.group(1) if match else "?"
+            before = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+            after = next((lines[i] for i in range(index + 1, len(lines)) if lines[i].strip()), "")
+            begin, end = STUDENT_BEGIN.match(before), STUDENT_END.match(after)
+            pristine = bool(begin and end and begin["task"] == end["task"] == task.id)
+            found.append(Stub(task.id, function, rel, index + 1, pristine))
+    return found
+
+
+def untouched(task: Task, root: Path = ROOT) -> bool:
+    """Whether every function of the task is still the handout's stub, untouched: one
+    pristine stub per function the registry lists for it."""
+    stubs = find_stubs(task, root)
+    names = {s.function for s in stubs if s.pristine}
+    wanted = {spec.split(":", 1)[1] for spec in task.functions}
+    return bool(stubs) and all(s.pristine for s in stubs) and wanted <= names
+
+
+def _run(
+    root: Path,
+    args: list[str],
+    console: Console,
+    label: str,
+    total: int | None = None,
+) -> RunResult:
+    with Progress(
+        SpinnerColumn(), TextColumn(label), BarColumn(), MofNCompleteColumn(),
+        console=console, transient=True,
+    ) as progress:  # fmt: skip
+        bar = progress.add_task("tests", total=total)
+
+        def advance(lines: int) -> None:
+            progress.update(bar, completed=max(lines - 2, 0))
+
+        return run_pytest(root, args, on_progress=advance, inherit_env=True)
 
 
 def collect_status(
     root: Path = ROOT, console: Console | None = None
 ) -> tuple[list[TaskStatus], RunResult]:
-    """Run every graded test once and summarise per task."""
+    """Run the graded tests of every started task once and summarise per task."""
     console = console or Console()
     tasks = available_tasks(root)
+    fresh = [t for t in tasks if untouched(t, root)]
     expression = " or ".join(t.marker for t in tasks)
-    with Progress(
-        SpinnerColumn(), TextColumn("running the tests"), BarColumn(), MofNCompleteColumn(),
-        console=console, transient=True,
-    ) as progress:  # fmt: skip
-        bar = progress.add_task("tests", total=None)
-
-        def advance(lines: int) -> None:
-            progress.update(bar, completed=max(lines - 2, 0))
-
-        run = run_pytest(root, ["tests", "-m", expression, "-q"], on_progress=advance)
+    args = ["tests", "-m", expression, "-q"]
+    if fresh:
+        args += ["--minitorch-not-started", ",".join(t.id for t in fresh)]
+    run = _run(root, args, console, "running the tests")
     by_task: dict[str, list[str]] = {t.id: [] for t in tasks}
     for item in run.collected or []:
         for task_id in item["tasks"]:
@@ -74,7 +156,9 @@ def collect_status(
     for task in tasks:
         ids = by_task.get(task.id, [])
         passed = sum(1 for n in ids if n in run.tests and run.tests[n].outcome == "passed")
-        statuses.append(TaskStatus(task, passed, len(ids), still_stubbed(task, root)))
+        statuses.append(
+            TaskStatus(task, passed, len(ids), still_stubbed(task, root), task in fresh)
+        )
     return statuses, run
 
 
@@ -91,8 +175,9 @@ def status_table(statuses: list[TaskStatus]) -> Table:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     style = {"passed": "green", "failed": "red", "not started": "dim"}
     for s in statuses:
+        title = s.task.title + (" (optional)" if s.task.optional else "")
         table.add_row(
-            str(s.task.stage), s.task.id, s.task.title, f"{s.passed}/{s.total}",
+            str(s.task.stage), s.task.id, title, f"{s.passed}/{s.total}",
             f"{s.points:.1f} / {s.task.points}", f"[{style[s.state]}]{s.state}[/]",
         )  # fmt: skip
     earned = sum(s.points for s in statuses)
@@ -104,47 +189,207 @@ def status_table(statuses: list[TaskStatus]) -> Table:
     return table
 
 
+def next_step(task: Task | None) -> str:
+    """The line that tells the student what to do next."""
+    if task is None:
+        return "Every task passes. Well done!"
+    return (
+        f"Next: task {task.id} ({task.title}): read module{task.stage}/README.md, "
+        f'section "Task {task.id}", then run: minitorch test {task.id}'
+    )
+
+
 def run_status(root: Path = ROOT, console: Console | None = None) -> int:
     console = console or Console()
     statuses, run = collect_status(root, console)
     if run.collected is None:
         console.print("[red]The tests did not even collect:[/]")
-        console.print(run.output[-3000:])
+        console.print(escape(run.output[-3000:]))
         return 1
     console.print(status_table(statuses))
     for error in run.collect_errors[:3]:
-        console.print(f"[red]collection error[/] {error.strip().splitlines()[0]}")
+        console.print(f"[red]collection error[/] {escape(error.strip().splitlines()[0])}")
+    pending = next((s.task for s in statuses if s.state != "passed"), None)
+    console.print(next_step(pending))
     return 0
 
 
-def where_to_look(task: Task) -> str:
-    """The task's files and functions, one file per line."""
-    lines = []
+def list_tasks(root: Path = ROOT, console: Console | None = None) -> int:
+    """``minitorch test`` with no task: the tasks of this tree and how to run one."""
+    console = console or Console()
+    table = Table(title="Tasks (run one with: minitorch test <task>)")
+    for name in ("task", "title", "points", "assignment"):
+        table.add_column(name)
+    for task in available_tasks(root):
+        title = task.title + (" (optional)" if task.optional else "")
+        table.add_row(task.id, title, str(task.points), f"module{task.stage}/README.md")
+    console.print(table)
+    return 0
+
+
+def _short(nodeid: str) -> str:
+    return nodeid.removeprefix("tests/")
+
+
+def _message(result: TestResult) -> list[str]:
+    """The lines that explain a failure: the exception and Hypothesis's example."""
+    details = result.details
+    if details:
+        text = f"{details.get('type', 'Error')}: {details.get('text', '')}".rstrip()
+        notes = details.get("notes", [])
+        lines = text.splitlines() + [n for note in notes for n in note.splitlines()]
+        if details.get("where"):
+            where = details["where"]
+            lines.append(f"(raised in {where['file']}:{where['line']}, in {where['function']})")
+    else:  # no details (a crash in setup, an older plugin): the end of pytest's text
+        lines = [line for line in result.message.strip().splitlines() if line.strip()][-6:]
+    lines = [line for line in lines if " at 0x" not in line]  # function reprs: noise
+    if len(lines) > MESSAGE_LINES:
+        lines = [*lines[: MESSAGE_LINES - 1], "..."]
+    return lines
+
+
+def _functions_named(task: Task) -> dict[str, str]:
+    """Registry spec -> short name (``module0.scalar:Mul.forward`` -> ``Mul.forward``)."""
+    return {spec: spec.split(":", 1)[1] for spec in task.functions}
+
+
+def _file_of(spec: str) -> str:
+    return spec.split(":", 1)[0].replace(".", "/") + ".py"
+
+
+def _where_to_look(task: Task, failing: list[TestResult]) -> tuple[list[str], bool]:
+    """The task's functions that the failing tests called (or raised in), one line per
+    file, those called by the most failing tests first; the flag says whether that
+    could be told (else every function of the task is listed)."""
+    names = _functions_named(task)
+    count: dict[str, int] = {}
+    for result in failing:
+        wanted = {spec for spec in result.reached if spec in names}
+        where = (result.details or {}).get("where")
+        if where:
+            for spec, short in names.items():
+                if _file_of(spec) == where["file"] and short.split(".")[-1] == where["function"]:
+                    wanted.add(spec)
+        for spec in wanted:
+            count[spec] = count.get(spec, 0) + 1
+    if not count:
+        rows = []
+        for rel in task.files:
+            chosen = [names[s] for s in task.functions if _file_of(s) == rel]
+            if chosen:
+                rows.append(f"  {rel}: {', '.join(chosen)}")
+        return rows, False
+    order = {spec: i for i, spec in enumerate(task.functions)}
+    rows = []
     for rel in task.files:
-        module = rel.removesuffix(".py").replace("/", ".")
-        names = [f.split(":", 1)[1] for f in task.functions if f.split(":", 1)[0] == module]
-        lines.append(f"  {rel}: {', '.join(names)}")
-    return "\n".join(lines)
+        mine = [s for s in count if _file_of(s) == rel]
+        chosen = sorted(mine, key=lambda s: (-count[s], order[s]))
+        if chosen:
+            cells = [f"{names[s]} ({count[s]} of {len(failing)})" for s in chosen]
+            rows.append(f"  {rel}: {', '.join(cells)}")
+    return rows, True
+
+
+def _next_task(after: Task, root: Path) -> Task | None:
+    """The first task after ``after`` (registry order, this tree) with stubs left."""
+    tasks = available_tasks(root)
+    later = tasks[tasks.index(after) + 1 :] + tasks[: tasks.index(after)]
+    return next((t for t in later if still_stubbed(t, root)), None)
 
 
 def run_task_tests(
-    task_id: str, extra: list[str], root: Path = ROOT, console: Console | None = None
+    task_id: str | None,
+    extra: list[str],
+    root: Path = ROOT,
+    console: Console | None = None,
+    full: bool = False,
 ) -> int:
-    """Run one task's tests in the foreground with short tracebacks."""
+    """Run one task's tests and summarise them (see the module docstring)."""
     console = console or Console()
+    if task_id is None:
+        return list_tasks(root, console)
     try:
         task = get_task(task_id)
     except KeyError as exc:
-        console.print(f"[red]{exc.args[0]}[/]")
+        console.print(f"[red]{escape(exc.args[0])}[/]")
         return 2
     if task not in available_tasks(root):
         console.print(f"[red]task {task.id}'s stage (module{task.stage}) is not in this tree[/]")
         return 2
-    console.print(f"[bold]Task {task.id}: {task.title}[/] ({task.points} points)")
-    cmd = [sys.executable, "-m", "pytest", "tests", "-m", task.marker, "--tb=short", "-q",
-           "-p", "no:cacheprovider", *extra]  # fmt: skip
-    code = subprocess.call(cmd, cwd=root)
-    verdict = "[green]all tests pass[/]" if code == 0 else "[red]some tests fail[/]"
-    console.print(f"\nTask {task.id}: {verdict}. Where to look:\n{where_to_look(task)}")
-    console.print(f"Assignment text: module{task.stage}/README.md, section 'Task {task.id}'.")
-    return code
+    console.print(f"[bold]Task {task.id}: {escape(task.title)}[/] ({task.points} points)")
+    args = ["tests", "-m", task.marker, "-q", "--tb=short", "--minitorch-reach", *extra]
+    run = _run(root, args, console, f"running task {task.id}'s tests")
+    if full:
+        console.print(escape(run.output), highlight=False)
+    if run.collected is None or run.collect_errors:
+        console.print("[red]The tests did not collect:[/]")
+        detail = "\n".join(run.collect_errors) or run.output[-3000:]
+        console.print(escape(detail[-3000:]), highlight=False)
+        return 1
+    ids = [item["nodeid"] for item in run.collected if task.id in item["tasks"]]
+    if not ids:
+        console.print(f"[red]No test of task {task.id} was selected.[/]")
+        return 1
+    results = [run.tests.get(n, TestResult(n, "error", message="did not run")) for n in ids]
+    passed = [r for r in results if r.outcome == "passed"]
+    failed = [r for r in results if r.outcome != "passed"]
+    stubs = {(s.file, s.function): s for s in find_stubs(task, root)}
+    stub_failures = [r for r in failed if (r.details or {}).get("stub")]
+    other_failures = [r for r in failed if not (r.details or {}).get("stub")]
+
+    # One line per function that is still a stub (this task's, then others' it needs).
+    reached: dict[tuple[str, str, str], int] = {}
+    for result in stub_failures:
+        match = STUB_MESSAGE.match((result.details or {}).get("text", ""))
+        if match:
+            what = match["what"]
+            function, _, file = what.partition(" in ")
+            key = (match["task"], function, file)
+            reached[key] = reached.get(key, 0) + 1
+    own = sorted(
+        (k for k in reached if k[0] == task.id),
+        key=lambda k: (k[2], stubs[(k[2], k[1])].line if (k[2], k[1]) in stubs else 0),
+    )
+    if own:
+        console.print(f"Not written yet ({len(own)}): replace the stub between the "
+                      f"'Task {task.id}' lines")  # fmt: skip
+        for _, function, file in own:
+            stub = stubs.get((file, function))
+            at = f"{file}:{stub.line}" if stub else file
+            console.print(f"  {at:<28} {function}")
+    foreign = sorted(k for k in reached if k[0] != task.id)
+    if foreign:
+        console.print("Needs other tasks first:")
+        for other, function, file in foreign:
+            console.print(f"  task {other}: {function} in {file}  (minitorch test {other})")
+
+    if other_failures:
+        console.print(f"[red]Failing tests ({len(other_failures)}):[/]")
+        shown = other_failures if full else other_failures[:FAILURES_SHOWN]
+        for result in shown:
+            console.print(f"  [bold]{escape(_short(result.nodeid))}[/]")
+            for line in _message(result):
+                console.print(f"    {escape(line)}", highlight=False)
+        if len(shown) < len(other_failures):
+            console.print(f"  ... and {len(other_failures) - len(shown)} more "
+                          f"(all of them: minitorch test {task.id} --full)")  # fmt: skip
+        rows, known = _where_to_look(task, other_failures)
+        heading = (
+            "Where to look (the task's functions the failing tests called, and by how many):"
+            if known else "Where to look (the task's functions):"
+        )  # fmt: skip
+        console.print(heading)
+        for row in rows:
+            console.print(row)
+    if run.problem():
+        console.print(f"[red]The test run itself failed:[/] {escape(run.problem())}")
+
+    points = task.points * len(passed) / len(results)
+    console.print(f"Task {task.id}: {len(passed)} of {len(results)} tests pass "
+                  f"({points:.1f} / {task.points} points).")  # fmt: skip
+    if not failed:
+        console.print(f"[green]Task {task.id} is done.[/] " + next_step(_next_task(task, root)))
+        return 0
+    console.print(f'Assignment text: module{task.stage}/README.md, section "Task {task.id}".')
+    return 1

@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from project.guard import require_stages
+
 IMAGES = 8000
 BATCH = 32
 CHANNELS = (8, 16)
@@ -147,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="timed epochs per library (3)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
+    require_stages(0, 1, 2, 4)
     x, y = load_images(ns.data_dir)
     if ns.worker:
         kind = ns.worker

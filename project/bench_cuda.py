@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from project.bench_fast import median_time, run_worker
+from project.guard import require_stages
 
 if TYPE_CHECKING:
     from module1.tensor import Tensor
@@ -306,6 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run every section once, tiny, on the CUDA simulator (no timings)",
     )
     ns = ap.parse_args(argv)
+    require_stages(0, 1, 2, 3)
     sections = [s.strip() for s in ns.only.split(",") if s.strip()]
     unknown = set(sections) - set(SECTIONS)
     if unknown:

@@ -35,6 +35,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from project.guard import require_stages
+
 SECTIONS = ("matmul", "elementwise", "train", "startup")
 MATMUL_SIZES = (128, 256, 512, 1024)
 ELEMENT_SIZES = (10**6, 10**7)
@@ -259,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
+    require_stages(0, 1, 2)
     if ns.worker:
         return worker_main(ns.worker, ns.repeats)
     from rich.console import Console

@@ -43,6 +43,7 @@ from module0.module import Module
 from module0.optim import SGD
 from module0.scalar import Scalar
 from module0.scalar_nn import ScalarLinear
+from project.guard import require_stages
 
 SIZES = (2, 10, 10, 1)
 LR = 0.05
@@ -177,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="child runs per pair (median)")
     ap.add_argument("--worker", nargs=2, metavar=("ENGINE", "MODE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    require_stages(0)
     if args.worker:
         print(json.dumps(worker(args.worker[0], args.worker[1], args.steps, args.warmup)))
         return 0

@@ -24,7 +24,8 @@ from module0.optim import Adam
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_nn import MLP
 from module1.tensor_ops import TensorBackend
-from project.train import TENSOR_BACKENDS
+from project.guard import require_stages
+from project.train import STAGES_OF_BACKEND, TENSOR_BACKENDS
 
 
 @dataclass
@@ -103,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
     ns = ap.parse_args(argv)
+    require_stages(*STAGES_OF_BACKEND[ns.backend])
     if min(ns.hidden, ns.epochs, ns.points) < 1:
         ap.error("--hidden, --epochs and --points must be positive")
     console = Console()

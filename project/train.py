@@ -41,6 +41,7 @@ from module1.tensor import Tensor, from_numpy
 from module1.tensor_nn import MLP, binary_cross_entropy_with_logits
 from module1.tensor_ops import SimpleBackend, TensorBackend
 from project import train_scalar
+from project.guard import require_stages
 from project.plots import plot_classifier
 
 HAVE_STAGE2 = importlib.util.find_spec("module2") is not None
@@ -64,6 +65,8 @@ if HAVE_STAGE3:
     TENSOR_BACKENDS["cuda"] = CudaTensorBackend
     FUSED["cuda"] = (CudaAdam, CudaSGD)
 BACKENDS = ("scalar", *TENSOR_BACKENDS)
+STAGES_OF_BACKEND = {"scalar": (0,), "simple": (0, 1), "fast": (0, 1, 2), "cuda": (0, 1, 3)}
+"""The stages whose tasks a backend runs on (checked before training starts)."""
 
 
 @dataclass
@@ -273,6 +276,7 @@ def parse_args(argv: Sequence[str] | None = None, backend: str | None = None) ->
 
 def main(argv: Sequence[str] | None = None, backend: str | None = None) -> int:
     config = parse_args(argv, backend)
+    require_stages(*STAGES_OF_BACKEND[config.backend])
     if config.backend == "cuda":
         try:
             require_cuda()

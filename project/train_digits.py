@@ -25,6 +25,7 @@ from module4.layers import Flatten, MaxPool2d, ReLU, Sequential
 from module4.models import DigitCNN
 from project.cnn_train import Split, add_run_args, config_from, run_gated
 from project.digits_data import digits_split
+from project.guard import require_stages
 
 
 def images_to_input(x: npt.NDArray[np.float64]) -> Tensor:
@@ -43,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    require_stages(0, 1, 2, 4)
     console = Console(soft_wrap=True)
     x_train, y_train, x_test, y_test = digits_split()
     model = DigitCNN(size=8, seed=args.seed)

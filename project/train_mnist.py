@@ -27,6 +27,7 @@ from rich.console import Console
 
 from module4.models import DigitCNN
 from project.cnn_train import Split, add_run_args, config_from, run_gated
+from project.guard import require_stages
 from project.idx import IdxError, MnistMissingError, load_mnist
 from project.train_digits import images_to_input
 
@@ -50,6 +51,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    require_stages(0, 1, 2, 4)
     console = Console(soft_wrap=True)
     try:
         sets = load_mnist(args.data_dir, download=args.download)

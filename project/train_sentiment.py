@@ -33,6 +33,7 @@ from rich.console import Console
 
 from module4.models import SentenceCNN
 from project.cnn_train import Split, add_run_args, config_from, run_gated
+from project.guard import require_stages
 from project.sentences import Example, Vocab, encode, read_glove, read_sst2, standin_sst
 
 
@@ -66,6 +67,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = parser()
     args = ap.parse_args(argv)
+    require_stages(0, 1, 2, 4)
     console = Console(soft_wrap=True)
     if args.glove and not args.sst_dir:
         ap.error("--glove needs --sst-dir (the stand-in corpus learns its word vectors)")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from autograder.regions import fill_text, reference_bodies
 from autograder.registry import TASKS, tasks_for_stage
 from autograder.release import write_handout
 from autograder.status import collect_status, still_stubbed
@@ -112,6 +113,10 @@ def test_status_command_on_the_reference(quick_hypothesis: None) -> None:
 def test_status_command_on_a_handout(handout: Path, quick_hypothesis: None) -> None:
     proc = minitorch(handout, "status")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.rstrip().endswith(
+        'Next: task 0.1 (Operators): read module0/README.md, section "Task 0.1", then run: '
+        "minitorch test 0.1"
+    ), proc.stdout
     rows = table_rows(proc.stdout)
     assert sorted(rows) == sorted(t.id for t in TASKS), proc.stdout
     for task in TASKS:
@@ -124,25 +129,78 @@ def test_status_command_on_a_handout(handout: Path, quick_hypothesis: None) -> N
 # -- test -------------------------------------------------------------------------------
 
 
-def test_test_command_runs_one_task_and_says_where_to_look(quick_hypothesis: None) -> None:
+def test_test_command_runs_one_task_and_says_what_passed(quick_hypothesis: None) -> None:
     proc = minitorch(ROOT, "test", "0.4")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert "Task 0.4" in out and "all tests pass" in out
-    assert re.search(r"\d+ passed", out), out
-    assert "module0/autodiff.py: central_difference" in out
-    assert "module0/scalar.py: Add.forward, Log.forward, Mul.forward" in out
-    assert "module0/README.md, section 'Task 0.4'" in out
+    assert "Task 0.4: Central differences and Scalar forward (15 points)" in out
+    assert re.search(r"Task 0\.4: (\d+) of \1 tests pass \(15\.0 / 15 points\)", out), out
+    assert "Task 0.4 is done." in out
+    assert "Traceback" not in out and "Failing" not in out
 
 
-def test_test_command_on_a_handout_fails_and_says_where_to_look(
+def test_test_command_on_stubs_prints_one_line_per_function(
     handout: Path, quick_hypothesis: None
 ) -> None:
     proc = minitorch(handout, "test", "0.3")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "some tests fail" in proc.stdout
-    assert "NotImplementedError" in proc.stdout
-    assert "module0/module.py: Module.modules, Module.train" in proc.stdout
+    out = proc.stdout
+    task = next(t for t in TASKS if t.id == "0.3")
+    stub_rows = re.findall(r"^  module0/module\.py:(\d+) +(\S+)$", out, re.MULTILINE)
+    assert sorted(name for _, name in stub_rows) == sorted(
+        f.split(":")[1] for f in task.functions
+    ), out
+    lines = (handout / "module0/module.py").read_text().splitlines()
+    for number, name in stub_rows:  # each line points at that function's stub
+        assert f"Task 0.3: implement {name} in" in lines[int(number) - 1]
+    assert "Traceback" not in out and "NotImplementedError" not in out
+    assert re.search(r"Task 0\.3: 0 of \d+ tests pass \(0\.0 / 10 points\)", out)
+    assert len(out.splitlines()) < 15, out
+
+
+def test_test_command_shows_a_failure_and_only_the_functions_it_called(
+    handout: Path, tmp_path: Path, quick_hypothesis: None
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(handout, tree)
+    rel = "module0/operators.py"
+    bodies = reference_bodies((ROOT / rel).read_text(encoding="utf-8"), rel, {"0.1"})
+    text, used = fill_text((tree / rel).read_text(encoding="utf-8"), bodies)
+    assert ("0.1", "mul") in used
+    wrong = text.replace("    return x * y\n", "    return x + y\n", 1)
+    assert wrong != text
+    (tree / rel).write_text(wrong, encoding="utf-8")
+    proc = minitorch(tree, "test", "0.1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "Not written yet" not in out
+    assert "Failing tests" in out and "assert 5.0 == 6.0" in out  # obtained vs expected
+    looked = re.search(r"^  module0/operators\.py: (.*)$", out, re.MULTILINE)
+    assert looked, out
+    named = [cell.split(" (")[0] for cell in looked.group(1).split(", ")]
+    assert named[0] == "mul" and "sigmoid" not in named and len(named) <= 3, out
+
+
+def test_test_command_without_a_task_lists_the_tasks() -> None:
+    proc = minitorch(ROOT, "test")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for task in TASKS:
+        assert re.search(rf"^\W*{re.escape(task.id)}\W", proc.stdout, re.MULTILINE), task.id
+    assert "minitorch test <task>" in proc.stdout
+
+
+def test_a_passing_task_names_the_next_one(
+    handout: Path, tmp_path: Path, quick_hypothesis: None
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(handout, tree)
+    rel = "module0/module.py"
+    bodies = reference_bodies((ROOT / rel).read_text(encoding="utf-8"), rel, {"0.3"})
+    (tree / rel).write_text(fill_text((tree / rel).read_text(encoding="utf-8"), bodies)[0])
+    proc = minitorch(tree, "test", "0.3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Task 0.3 is done. Next: task 0.4" in proc.stdout.replace("\n", " ")
+    assert "minitorch test 0.4" in proc.stdout
 
 
 def test_test_command_rejects_an_unknown_task() -> None:

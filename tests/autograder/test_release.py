@@ -16,12 +16,24 @@ from pathlib import Path
 import pytest
 
 from autograder.paths import repo_files
-from autograder.regions import RegionError, find_regions, stub_line, stub_text
+from autograder.regions import (
+    RegionError,
+    begin_line,
+    end_line,
+    fill_text,
+    find_regions,
+    omitted_names,
+    reference_bodies,
+    stub_block,
+    stub_line,
+    stub_text,
+)
 from autograder.registry import TASKS
 from autograder.release import (
     REFERENCE_ONLY,
     ReleaseError,
     ReleaseReport,
+    _check_no_solution_left,
     check_regions,
     release,
     write_handout,
@@ -117,18 +129,27 @@ def test_declared_files_raise_naming_task_function_and_file(
                 f"Task {region.task_id}: implement {region.function} in {path} "
                 f"(see module{region.task_id.split('.')[0]}/README.md)"
             )
+            if region.omit:  # the reference's own helpers: not in the handout at all
+                body = "".join(region.body((ROOT / path).read_text().splitlines(True)))
+                assert body not in handout_text, (path, region.begin)
+                continue
             # Inside a CUDA kernel (a ``nowrite`` region) the stub writes nothing.
             line = (
                 f"pass  # {message}"
                 if region.nowrite
                 else f"raise NotImplementedError('{message}')"
             )
-            assert f"{region.indent}{line}\n" in handout_text, (path, region.function)
+            # Between two lines that name the task: where the student's code goes.
+            block = (
+                f"{region.indent}{begin_line(region.task_id)}\n{region.indent}{line}\n"
+                f"{region.indent}{end_line(region.task_id)}\n"
+            )
+            assert block in handout_text, (path, region.function)
         stubs = re.findall(
             r"raise NotImplementedError\('Task (\d+\.\d+): |pass  # Task (\d+\.\d+): ", handout_text
         )
         found = sorted(raised or passed for raised, passed in stubs)
-        assert found == sorted(r.task_id for r in regions), path
+        assert found == sorted(r.task_id for r in regions if not r.omit), path
 
 
 def test_every_other_file_is_byte_identical(handout: tuple[ReleaseReport, list[str]]) -> None:
@@ -137,7 +158,7 @@ def test_every_other_file_is_byte_identical(handout: tuple[ReleaseReport, list[s
     expected = {rel for rel in tracked if not _reference_only(rel)}
     assert files_under(report.out_dir) == expected
     assert any(_reference_only(rel) for rel in tracked)  # the reference CI is left out
-    for rel in expected - DECLARED:
+    for rel in expected - DECLARED - {"README.md"}:  # the handout has its own README
         assert (report.out_dir / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
 
 
@@ -159,7 +180,7 @@ def test_through_0_releases_stage_0_only(
     assert [t.id for t in partial.tasks] == [t.id for t in report.tasks if t.stage == 0]
     later = {rel for rel in files_under(report.out_dir) if _later(rel)}
     assert files_under(tmp_path / "through0") == files_under(report.out_dir) - later
-    for rel in files_under(tmp_path / "through0"):
+    for rel in files_under(tmp_path / "through0") - {"README.md"}:
         assert (tmp_path / "through0" / rel).read_bytes() == (report.out_dir / rel).read_bytes(), (
             rel
         )
@@ -372,11 +393,13 @@ def test_find_regions_of_a_sample() -> None:
     assert regions[2].body(lines) == ["    x = 2\n", "    return x\n"]
 
 
-def test_stub_text_replaces_each_region_by_one_line() -> None:
+def test_stub_text_replaces_each_region_by_a_stub_between_two_task_lines() -> None:
     stubbed = stub_text(sample(), "module3/box.py")
-    assert stubbed.splitlines()[6:8] == [
+    assert stubbed.splitlines()[6:10] == [
+        "        # ---- Task 3.1: your code starts here ----",
         "        raise NotImplementedError('Task 3.1: implement Box.size in module3/box.py "
         "(see module3/README.md)')",
+        "        # ---- Task 3.1: your code ends here ----",
         "",
     ]
     assert (
@@ -397,9 +420,10 @@ def test_stub_text_keeps_every_byte_outside_the_regions() -> None:
         if not any(r.begin <= number <= r.end for r in regions)
     ]  # fmt: skip
     stubbed = stub_text(text, "module3/box.py").splitlines(keepends=True)
-    stub_lines = {stub_line(r).rstrip("\n") for r in regions}
+    stub_lines = {line.rstrip("\n") for r in regions for line in stub_block(r)}
     assert [line for line in stubbed if line.rstrip("\n") not in stub_lines] == outside
-    assert len(stubbed) == len(outside) + len(regions)
+    assert len(stubbed) == len(outside) + 3 * len(regions)
+    assert all(stub_line(r) in stub_block(r) for r in regions)
 
 
 def test_stub_text_keeps_crlf_line_endings() -> None:
@@ -416,6 +440,60 @@ def test_stub_text_can_stub_only_some_tasks() -> None:
     assert "return 1" in stubbed and "return x" in stubbed
     assert "out[0] = 1.0" not in stubbed
     assert stub_text(sample(), "module3/box.py", task_ids=set()) == sample()
+
+
+def omit_sample() -> str:
+    return "\n".join([
+        '"""A module."""',
+        "",
+        "",
+        f"{BEGIN} 3.1 omit",
+        "def helper(x: int) -> int:",
+        "    return x + 1",
+        END,
+        "",
+        "",
+        "def top(x: int) -> int:",
+        f"    {BEGIN} 3.1",
+        "    return helper(x)",
+        f"    {END}",
+        "",
+    ])  # fmt: skip
+
+
+def test_an_omit_region_leaves_nothing_and_keeps_the_spacing() -> None:
+    stubbed = stub_text(omit_sample(), "module3/box.py")
+    assert "helper" not in stubbed
+    assert stubbed.startswith('"""A module."""\n\n\ndef top(x: int) -> int:\n')
+    assert "raise NotImplementedError('Task 3.1: implement top in" in stubbed
+    assert set(omitted_names(omit_sample(), "module3/box.py")) == {"helper"}
+    assert omitted_names(omit_sample(), "module3/box.py", {"3.2"}) == {}
+
+
+def test_fill_text_puts_code_between_the_task_lines() -> None:
+    stubbed = stub_text(sample(), "module3/box.py")
+    filled, used = fill_text(stubbed, {("3.1", "top"): "y = 3\nreturn y\n"})
+    assert used == {("3.1", "top")}
+    assert "    # ---- Task 3.1: your code starts here ----\n    y = 3\n    return y\n" in filled
+    assert "implement Box.size" in filled  # the others stay stubs
+    bodies = reference_bodies(sample(), "module3/box.py")
+    assert bodies[("3.1", "top")] == "x = 2\nreturn x\n"
+    filled, used = fill_text(stubbed, bodies)
+    assert len(used) == 3 and "NotImplementedError" not in filled and "pass  #" not in filled
+
+
+def test_release_refuses_given_code_that_uses_an_omitted_helper(tmp_path: Path) -> None:
+    fake = copy_repo(tmp_path / "fake")
+    path = fake / "module0/operators.py"
+    path.write_text(
+        path.read_text(encoding="utf-8")
+        + f"\n\n{BEGIN} 0.1 omit\ndef secret_helper() -> int:\n    return 1\n{END}\n\n\n"
+        "def given() -> int:\n    return secret_helper()\n",
+        encoding="utf-8",
+    )
+    report = write_handout(fake, tmp_path / "handout", through=0)
+    with pytest.raises(ReleaseError, match=r"operators\.py:\d+ uses secret_helper, which"):
+        _check_no_solution_left(fake, report)
 
 
 def test_text_without_regions_is_unchanged() -> None:

@@ -1,0 +1,202 @@
+"""The student README that ``minitorch release`` writes into every handout.
+
+The reference's README speaks to instructors and self-learners about the reference
+solution; a handout needs a front door for the student who has just received it: what
+the course is, how to set up, where to start, the released stages only, and what the
+scripts do while tasks are unfinished. It is written from the registry and the stages
+released, so it never names a stage, task or script the handout lacks.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+from autograder.registry import Task
+
+
+@dataclass(frozen=True)
+class Stage:
+    number: int
+    title: str
+    summary: str
+
+
+STAGES = (
+    Stage(0, "scalar autodiff", "operators, higher-order functions, the Module tree, "
+          "scalar autodiff (an iterative engine the tensor stage reuses), SGD/Adam, "
+          "training a scalar network"),
+    Stage(1, "tensors", "strided storage, views, broadcasting, a backend protocol "
+          "with a simple backend, tensor autodiff on the stage-0 engine, Linear/MLP "
+          "training"),
+    Stage(2, "fast CPU kernels with Numba", "parallel map/zip/reduce, a parallel "
+          "matrix multiply, (optional) a packed register-tiled matmul, fused optimizer "
+          "steps"),
+    Stage(3, "CUDA kernels with Numba", "thread-per-entry map/zip, shared-memory "
+          "reductions, a tiled matmul, a fused optimizer kernel; runs on an NVIDIA GPU "
+          "or, slowly, on Numba's CUDA simulator (the tests use it by themselves)"),
+    Stage(4, "convolutional networks", "conv1d/conv2d forward and backward as "
+          "parallel kernels, pooling, max/argmax, softmax, dropout, losses, layers, "
+          "state dicts; CNNs trained on real handwritten digits"),
+)  # fmt: skip
+
+SCRIPTS = (
+    (0, "python -m project.train --backend scalar", "train a 2-D classifier with your "
+     "scalar engine (any of simple, diag, split, xor, circle, spiral: --dataset)"),
+    (1, "python -m project.train --backend simple", "the same with your tensors"),
+    (1, "python -m project.regress_sin", "fit sin(x) with a tensor MLP"),
+    (2, "python -m project.train", "the same classifier on your fast Numba backend"),
+    (2, "python -m project.bench_fast", "your fast backend against NumPy"),
+    (3, "python -m project.train --backend cuda", "on your CUDA backend (an NVIDIA "
+     "GPU, or NUMBA_ENABLE_CUDASIM=1 for the slow simulator)"),
+    (4, "python -m project.train_digits", "your CNN on the bundled 8x8 digits"),
+    (4, "python -m project.train_mnist --data-dir DIR", "on MNIST read from IDX files "
+     "you have (or --download)"),
+    (4, "python -m project.train_sentiment", "a sentence CNN on an offline stand-in "
+     "corpus"),
+)  # fmt: skip
+"""(stage, command, what it does): the scripts a handout's README lists."""
+
+
+def _main_job(stages: list[int]) -> list[str]:
+    ladder = [
+        (4, "stages 0-2 and 4 done: your digits CNN on the bundled handwritten digits "
+            "(it exits 1 unless test accuracy reaches 95%)"),
+        (2, "stages 0-2 done: the xor classifier on your fast backend"),
+        (1, "stages 0-1 done: the xor classifier on your simple tensor backend"),
+        (0, "stage 0 done: the xor classifier with your scalar engine"),
+    ]  # fmt: skip
+    return [f"- {text};" for s, text in ladder if s in stages] + [
+        "- before that: the one-line message of the first task not done, exit status 3."
+    ]
+
+
+def _wrap(text: str, width: int = 88) -> str:
+    """Wrap the prose of a Markdown text (not code blocks, tables or headings)."""
+    out: list[str] = []
+    code = False
+    for line in text.split("\n"):
+        if line.startswith("```"):
+            code = not code
+        if code or line.startswith(("```", "|", "#")) or len(line) <= width:
+            out.append(line)
+        elif line.startswith("- "):
+            out.append(textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False))
+        else:
+            out.append(textwrap.fill(line, width, break_on_hyphens=False))
+    return "\n".join(out)
+
+
+def student_readme(tasks: tuple[Task, ...], course_name: str = "MiniTorch") -> str:
+    """The README of a handout that releases ``tasks``."""
+    stages = sorted({t.stage for t in tasks})
+    first = tasks[0]
+    lines = [
+        f"# {course_name}: build a deep-learning framework, stage by stage",
+        "",
+        "In this course you write a PyTorch-style deep-learning framework from scratch, in "
+        "Python, one numbered task at a time: each task is a few functions whose bodies "
+        "are missing. The code around them is given and worth reading. A shared test "
+        "suite checks every task, and the same tests grade your work.",
+        "",
+        "## Quickstart",
+        "",
+        "Two commands, in this folder, with Python 3.11 or newer:",
+        "",
+        "```bash",
+        "# 1. set up (once): a virtual environment with the framework's dependencies",
+        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[dev]"',
+        "",
+        "# 2. at any time: your progress, task by task, and the next step",
+        ".venv/bin/minitorch status",
+        "```",
+        "",
+        "`minitorch status` shows every task of this handout (passed / failed / not "
+        "started, tests and points) and ends with the next step. A task you have not "
+        "touched yet is shown as not started without running its tests, so it takes "
+        "seconds. After `source .venv/bin/activate` (Windows: `.venv\\Scripts\\activate`) "
+        "plain `minitorch` and `python` use the environment; the commands below assume "
+        "that.",
+        "",
+        "## Start here",
+        "",
+        f"Read [`module{first.stage}/README.md`](module{first.stage}/README.md), then run "
+        f"`minitorch test {first.id}`.",
+        "",
+        "`minitorch test X.Y` runs one task's tests. While a function is still the "
+        "handout's stub it prints one line for it (file, line, function); when a test "
+        "fails it prints what was obtained and what was expected (with the example "
+        "Hypothesis found), then the functions the failing tests called; when every test "
+        "passes it names the next task. `minitorch test` alone lists the tasks; "
+        "`minitorch test X.Y --full` adds pytest's own report. Plain pytest works too: "
+        f"`python -m pytest -m task{first.id.replace('.', '_')}`.",
+        "",
+        "## Where your code goes",
+        "",
+        "Each missing body sits between two lines that name its task:",
+        "",
+        "```python",
+        "def mul(x: float, y: float) -> float:",
+        '    """Return ``x * y``."""',
+        "    # ---- Task 0.1: your code starts here ----",
+        '    raise NotImplementedError("Task 0.1: implement mul in module0/operators.py '
+        '(see module0/README.md)")',
+        "    # ---- Task 0.1: your code ends here ----",
+        "```",
+        "",
+        "Replace the `raise` line with your code between those two lines. You may add "
+        "helper functions of your own in the same file. Do not change the tests (the "
+        "grader uses its own copy) or the given code's signatures: the tests call them. "
+        "Only the files that hold your tasks are graded; each stage's README lists them.",
+        "",
+        "## Stages in this handout",
+        "",
+        "| stage | assignment | you build | tasks |",
+        "|---|---|---|---|",
+    ]
+    for stage in STAGES:
+        if stage.number not in stages:
+            continue
+        ids = [t.id + ("*" if t.optional else "") for t in tasks if t.stage == stage.number]
+        link = f"[`module{stage.number}/README.md`](module{stage.number}/README.md)"
+        lines.append(
+            f"| {stage.number}: {stage.title} | {link} | {stage.summary} | {', '.join(ids)} |"
+        )
+    if any(t.optional for t in tasks):
+        lines += ["", "\\* optional: graded, but the framework works without it."]
+    lines += [
+        "",
+        "Do the tasks in order: later tasks build on earlier ones. `import moduleN as mt` "
+        "gives the whole framework as of stage N.",
+        "",
+        "## Running your framework",
+        "",
+        "`python -m project` is the main job. It runs the model of the latest stage whose "
+        "tasks are done:",
+        "",
+        *_main_job(stages),
+        "",
+        "Other scripts, each usable once its stage is done:",
+        "",
+        "| stage | command | what it does |",
+        "|---|---|---|",
+        *[f"| {s} | `{cmd}` | {what} |" for s, cmd, what in SCRIPTS if s in stages],
+        "",
+        "A script that needs a task you have not done yet says so in one line, and exits "
+        "with status 3:",
+        "",
+        "```",
+        f"task {first.id} is not done yet: minitorch test {first.id}",
+        "```",
+        "",
+        "Exit statuses: 0 done, 1 a training script's accuracy gate failed, 2 bad "
+        "arguments or input, 3 a task (or stage) the script needs is not done yet. "
+        "Outputs (logs, figures) go to `runs/`.",
+        "",
+        "## When something is wrong with the set-up",
+        "",
+        "`minitorch doctor` checks Python, numba, matplotlib and the CUDA route, and says "
+        "what to fix.",
+        "",
+    ]
+    return _wrap("\n".join(lines))
