@@ -21,7 +21,9 @@ naming the task, file and test when any check does not hold:
    region in each file it lists;
 3. every released stage package imports, and the handout's tests collect;
 4. every graded test (one with a task marker) fails on the handout;
-5. every graded test passes on the reference.
+5. every graded test passes on the reference;
+6. every function a task lists (so every stub of the task) is called by the task's own
+   tests on the reference: a stub no test reaches would prescribe code nobody checks.
 """
 
 from __future__ import annotations
@@ -209,7 +211,7 @@ def verify(
     log: Callable[[str], None] = print,
     timeout: float = 1800,
 ) -> None:
-    """Run checks 1-5 (see the module docstring); ReleaseError on the first that fails."""
+    """Run checks 1-6 (see the module docstring); ReleaseError on the first that fails."""
     tasks = report.tasks
     check_regions(root, tasks)
     report.checks.append("regions and registry agree")
@@ -261,7 +263,9 @@ def verify(
     report.checks.append("every graded test fails on the handout")
     log(f"checked: all {len(by_node)} graded tests fail on the handout")
 
-    reference = run_pytest(root, ["tests", "-m", expression, "-q"], timeout=timeout)
+    reference = run_pytest(
+        root, ["tests", "-m", expression, "-q", "--minitorch-reach"], timeout=timeout
+    )
     if problem := reference.problem():
         raise ReleaseError(f"the run of the reference's tests failed: {problem}")
     failing = [n for n in by_node if reference.tests.get(n, _NOT_RUN).outcome != "passed"]
@@ -273,6 +277,29 @@ def verify(
         )
     report.checks.append("every graded test passes on the reference")
     log(f"checked: all {len(by_node)} graded tests pass on the reference")
+
+    check_reached(tasks, by_node, reference)
+    report.checks.append("every listed function is called by its task's tests")
+    log("checked: every function a task lists is called by that task's tests")
+
+
+def check_reached(
+    tasks: Iterable[Task], by_node: dict[str, list[str]], reference: RunResult
+) -> None:
+    """Check 6: each task's tests (run with ``--minitorch-reach``) call every function
+    the task lists; ReleaseError names the task and the functions no test calls."""
+    reached: dict[str, set[str]] = {}
+    for nodeid, ids in by_node.items():
+        result = reference.tests.get(nodeid)
+        for task_id in ids:
+            reached.setdefault(task_id, set()).update(result.reached if result else ())
+    for task in tasks:
+        unreached = [f for f in task.functions if f not in reached.get(task.id, set())]
+        if unreached:
+            raise ReleaseError(
+                f"task {task.id} lists functions that none of its tests calls (on the "
+                f"reference): {', '.join(unreached)}; a stub must be what the tests check"
+            )
 
 
 def release(

@@ -32,6 +32,8 @@ _SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 class TestResult:
     """The verified outcome of one test."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     nodeid: str
     outcome: str  # passed, failed, error or skipped
     duration: float = 0.0

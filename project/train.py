@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from rich.console import Console
@@ -37,9 +37,6 @@ from module0.datasets import DATASETS, Graph, load_dataset
 from module0.module import Module
 from module0.optim import SGD, Adam, Optimizer
 from module0.scalar_nn import ScalarNetwork
-from module1.tensor import Tensor, from_numpy
-from module1.tensor_nn import MLP, binary_cross_entropy_with_logits
-from module1.tensor_ops import SimpleBackend, TensorBackend
 from project import train_scalar
 from project.guard import require_stages
 from project.plots import plot_classifier
@@ -47,7 +44,14 @@ from project.plots import plot_classifier
 HAVE_STAGE2 = importlib.util.find_spec("module2") is not None
 """False in a handout released ``--through 1``: no fast backend, simple is the default."""
 
-TENSOR_BACKENDS: dict[str, TensorBackend] = {"simple": SimpleBackend}
+HAVE_STAGE1 = importlib.util.find_spec("module1") is not None
+"""False in a handout released ``--through 0``: the scalar engine only."""
+if TYPE_CHECKING or HAVE_STAGE1:
+    from module1.tensor import Tensor, from_numpy
+    from module1.tensor_nn import MLP, binary_cross_entropy_with_logits
+    from module1.tensor_ops import SimpleBackend, TensorBackend
+
+TENSOR_BACKENDS: dict[str, TensorBackend] = {"simple": SimpleBackend} if HAVE_STAGE1 else {}
 """Tensor backends by command-line name (later stages add theirs)."""
 FUSED: dict[str, tuple[type[Adam], type[SGD]]] = {}
 """The fused (Adam, SGD) of a tensor backend that has them, by command-line name."""
@@ -73,7 +77,7 @@ STAGES_OF_BACKEND = {"scalar": (0,), "simple": (0, 1), "fast": (0, 1, 2), "cuda"
 class Config:
     """Everything a run depends on; the defaults are the documented ones."""
 
-    backend: str = "fast" if HAVE_STAGE2 else "simple"
+    backend: str = "fast" if HAVE_STAGE2 else "simple" if HAVE_STAGE1 else "scalar"
     dataset: str = "xor"
     points: int = 50
     hidden: int = 10

@@ -57,6 +57,22 @@ def test_every_listed_function_holds_a_region_of_its_task(task: Task) -> None:
         assert Path(file).resolve().relative_to(ROOT).as_posix() in task.files
 
 
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
+def test_a_tasks_stubs_are_exactly_its_listed_functions(task: Task) -> None:
+    """A stub is a contract: the handout stubs exactly the functions the registry lists
+    (the reference's own helpers live in ``omit`` regions, which leave no stub)."""
+    stubbed = set()
+    for path in task.files:
+        module = path.removesuffix(".py").replace("/", ".")
+        for region in find_regions((ROOT / path).read_text(encoding="utf-8"), path):
+            if region.task_id == task.id and not region.omit:
+                stubbed.add(f"{module}:{region.function}")
+    assert stubbed == set(task.functions), (
+        f"task {task.id}: stubbed but not listed {sorted(stubbed - set(task.functions))}, "
+        f"listed but not stubbed {sorted(set(task.functions) - stubbed)}"
+    )
+
+
 COLLECT = """
 import json, sys, pytest
 class Markers:

@@ -34,10 +34,12 @@ from autograder.release import (
     ReleaseError,
     ReleaseReport,
     _check_no_solution_left,
+    check_reached,
     check_regions,
     release,
     write_handout,
 )
+from autograder.runner import RunResult, TestResult
 
 ROOT = Path(__file__).resolve().parents[2]
 WORD = "SOLUTION"  # spelled once, so this file holds no region marker itself
@@ -45,12 +47,13 @@ BEGIN = f"# BEGIN {WORD}"
 END = f"# END {WORD}"
 MARKER_LINE = re.compile(rf"^[ \t]*#[ \t]*(BEGIN|END)[ \t]+{WORD}", re.MULTILINE)
 DECLARED = {path for task in TASKS for path in task.files}
-FIVE_CHECKS = [
+ALL_CHECKS = [
     "regions and registry agree",
     "no solution text or marker left",
     "handout imports and its tests collect",
     "every graded test fails on the handout",
     "every graded test passes on the reference",
+    "every listed function is called by its task's tests",
 ]
 
 
@@ -96,11 +99,11 @@ def handout(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReleaseReport, li
     return report, lines
 
 
-def test_release_of_this_repository_passes_all_five_checks(
+def test_release_of_this_repository_passes_all_checks(
     handout: tuple[ReleaseReport, list[str]],
 ) -> None:
     report, lines = handout
-    assert report.checks == FIVE_CHECKS
+    assert report.checks == ALL_CHECKS
     assert [t.id for t in report.tasks] == [t.id for t in TASKS]
     assert sorted(report.files_stubbed) == sorted(DECLARED)
     assert any(line.startswith("checked: all ") and "pass on the reference" in line
@@ -336,6 +339,22 @@ def test_release_refuses_a_graded_test_that_fails_on_the_reference(tmp_path: Pat
     assert "fail on the reference" in message
     assert "task 0.1: tests/module0/test_fake.py::test_trivial" in message
     assert message.count("::") == 1, message
+
+
+def test_check_reached_names_a_listed_function_no_test_calls() -> None:
+    task = next(t for t in TASKS if t.id == "0.3")
+    ids = {"tests/a.py::t1": ["0.3"], "tests/a.py::t2": ["0.3"]}
+    run = RunResult()
+    run.tests["tests/a.py::t1"] = TestResult(
+        "tests/a.py::t1", "passed", reached=list(task.functions[:2])
+    )
+    run.tests["tests/a.py::t2"] = TestResult(
+        "tests/a.py::t2", "passed", reached=list(task.functions[2:])
+    )
+    check_reached([task], ids, run)
+    run.tests["tests/a.py::t2"].reached = list(task.functions[2:-1])
+    with pytest.raises(ReleaseError, match=rf"task 0\.3 .*: {re.escape(task.functions[-1])};"):
+        check_reached([task], ids, run)
 
 
 # -- regions: finding and stubbing ------------------------------------------------------
