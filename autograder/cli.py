@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("submission", type=Path)
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
     grade.add_argument("--stage", type=int, default=None, help="grade only this stage")
+    grade.add_argument("--task", dest="tasks", action="append", metavar="ID",
+                       help="grade only this task (repeatable)")  # fmt: skip
     grade.add_argument("--reference-prerequisites", action="store_true",
                        help="use the reference for stages below --stage")  # fmt: skip
     grade.add_argument("--per-test-timeout", type=float, default=60.0, metavar="S")
@@ -88,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = grade_to(
             args.submission, args.out, stage=args.stage,
             reference_prerequisites=args.reference_prerequisites, limits=limits,
-            log=console.print,
+            log=console.print, task_ids=args.tasks,
         )  # fmt: skip
         console.print((args.out / "summary.md").read_text(encoding="utf-8"))
         console.print(f"score {report.score:g} / {report.max_score:g}; results in {args.out}")

@@ -32,11 +32,11 @@ import tempfile
 import time
 import traceback
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.paths import ROOT, available_tasks, repo_files
+from autograder.paths import ROOT, available_tasks, repo_files, test_dirs
 from autograder.regions import find_regions, stub_text
 from autograder.registry import TASKS, Task
 from autograder.runner import RunResult, run_pytest
@@ -162,11 +162,6 @@ class Manifest:
     fingerprints: dict[str, str]
 
 
-def test_dirs(tasks: tuple[Task, ...]) -> list[str]:
-    """Where graded tests live: ``tests/moduleN`` for each stage graded."""
-    return [f"tests/module{stage}" for stage in sorted({t.stage for t in tasks})]
-
-
 def collect_manifest(root: Path, tasks: tuple[Task, ...], limits: Limits) -> Manifest:
     """Collect the grader's own tests (no submission code runs), in a copy of the files
     a workspace is made of, so both see exactly the same tests."""
@@ -237,6 +232,24 @@ def score_task(task: Task, expected: list[str], run: RunResult, rewritten: list[
     return result
 
 
+def selected_tasks(
+    root: Path, stage: int | None, task_ids: Sequence[str] | None = None
+) -> tuple[Task, ...]:
+    """The tasks of ``root`` to grade: all, one stage's, or the ids given."""
+    tasks = available_tasks(root)
+    if stage is not None:
+        tasks = tuple(t for t in tasks if t.stage == stage)
+        if not tasks:
+            raise ValueError(f"the registry has no task in stage {stage} in {root}")
+    if task_ids:
+        unknown = sorted(set(task_ids) - {t.id for t in tasks})
+        if unknown:
+            raise ValueError(f"no task {', '.join(unknown)} to grade in {root}"
+                             + (f" (stage {stage})" if stage is not None else ""))  # fmt: skip
+        tasks = tuple(t for t in tasks if t.id in task_ids)
+    return tasks
+
+
 def grade(
     submission: Path,
     *,
@@ -245,17 +258,15 @@ def grade(
     reference_prerequisites: bool = False,
     limits: Limits | None = None,
     log: Callable[[str], object] | None = None,
+    task_ids: Sequence[str] | None = None,
 ) -> GradeReport:
-    """Grade ``submission`` against the grader's tree ``root``."""
+    """Grade ``submission`` against the grader's tree ``root`` (only the tasks
+    ``task_ids``, when given)."""
     limits = limits or Limits()
     start = time.monotonic()
     if not submission.is_dir():
         raise ValueError(f"the submission {submission} is not a folder")
-    tasks = available_tasks(root)
-    if stage is not None:
-        tasks = tuple(t for t in tasks if t.stage == stage)
-        if not tasks:
-            raise ValueError(f"the registry has no task in stage {stage} in {root}")
+    tasks = selected_tasks(root, stage, task_ids)
     if reference_prerequisites:
         if stage is None:
             raise ValueError("--reference-prerequisites needs --stage N")
@@ -402,16 +413,20 @@ def grade_to(
     reference_prerequisites: bool = False,
     limits: Limits | None = None,
     log: Callable[[str], object] | None = None,
+    task_ids: Sequence[str] | None = None,
 ) -> GradeReport:
     """Grade and write the results; on any grader error write zero results instead."""
     start = time.monotonic()
     try:
         report = grade(
             submission, root=root, stage=stage, reference_prerequisites=reference_prerequisites,
-            limits=limits, log=log,
+            limits=limits, log=log, task_ids=task_ids,
         )  # fmt: skip
     except Exception as exc:  # the results files must exist whatever happens
-        tasks = tuple(t for t in available_tasks(root) if stage is None or t.stage == stage)
+        try:
+            tasks = selected_tasks(root, stage, task_ids)
+        except ValueError:
+            tasks = tuple(t for t in available_tasks(root) if stage is None or t.stage == stage)
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         report = failed_report(tasks, detail, time.monotonic() - start)
     write_results(report, out)

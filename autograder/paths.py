@@ -42,3 +42,8 @@ def available_tasks(root: Path = ROOT) -> tuple[Task, ...]:
     """The registry's tasks whose stage package is present in ``root`` (a handout
     released ``--through N`` has no later stages)."""
     return tuple(t for t in TASKS if (root / f"module{t.stage}").is_dir())
+
+
+def test_dirs(tasks: tuple[Task, ...]) -> list[str]:
+    """Where graded tests live: ``tests/moduleN`` for each stage of ``tasks``."""
+    return [f"tests/module{stage}" for stage in sorted({t.stage for t in tasks})]

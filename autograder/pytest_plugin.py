@@ -243,21 +243,39 @@ def _reach_targets(tasks: tuple[Task, ...]) -> dict[types.CodeType, set[str]]:
                 codes.setdefault(obj.__code__, set()).add(spec)
     if not dispatchers:
         return codes
+    scanned = [
+        module for name, module in list(sys.modules.items())
+        if module is not None and (name.split(".")[0] in stages or name.split(".")[0] == "tests")
+    ]  # fmt: skip
+    # Every kernel of those modules, so a path through a kernel that is no task's
+    # (a given driver such as ``tensor_matrix_multiply_packed``) is followed too.
+    kernels: dict[str, Any] = {}
+    for module in scanned:
+        for name, value in list(vars(module).items()):
+            if hasattr(value, "py_func") and isinstance(
+                getattr(value.py_func, "__code__", None), types.CodeType
+            ):
+                kernels.setdefault(name, value)
+    for name, (_, dispatcher) in dispatchers.items():
+        kernels[name] = dispatcher
+    specs = {name: spec for name, (spec, _) in dispatchers.items()}
 
-    def reached_from(names: set[str] | tuple[str, ...]) -> set[str]:
+    def reached_from(names: tuple[str, ...]) -> set[str]:
         reached: set[str] = set()
-        todo = [n for n in names if n in dispatchers]
+        seen: set[str] = set()
+        todo = [n for n in names if n in kernels]
         while todo:
-            spec, dispatcher = dispatchers[todo.pop()]
-            if spec not in reached:
-                reached.add(spec)
-                for code in _code_tree(dispatcher.py_func.__code__):
-                    todo += [n for n in code.co_names if n in dispatchers]
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in specs:
+                reached.add(specs[name])
+            for code in _code_tree(kernels[name].py_func.__code__):
+                todo += [n for n in code.co_names if n in kernels]
         return reached
 
-    for name, module in list(sys.modules.items()):
-        if module is None or name.split(".")[0] not in stages:
-            continue
+    for module in scanned:
         for value in list(vars(module).values()):
             members = list(vars(value).values()) if isinstance(value, type) else [value]
             for member in members:

@@ -315,14 +315,9 @@ TASKS: tuple[Task, ...] = (
         points=10,
         files=("module4/fast_conv.py",),
         functions=(
-            "module4.fast_conv:unfold_1d",
-            "module4.fast_conv:fold_1d",
             "module4.fast_conv:conv1d_forward",
-            "module4.fast_conv:conv1d_forward_image",
             "module4.fast_conv:conv1d_backward_input",
-            "module4.fast_conv:conv1d_backward_input_image",
             "module4.fast_conv:conv1d_backward_weight",
-            "module4.fast_conv:conv1d_weight_chunk",
         ),
     ),
     Task(
@@ -331,14 +326,9 @@ TASKS: tuple[Task, ...] = (
         points=15,
         files=("module4/fast_conv.py",),
         functions=(
-            "module4.fast_conv:unfold_2d",
-            "module4.fast_conv:fold_2d",
             "module4.fast_conv:conv2d_forward",
-            "module4.fast_conv:conv2d_forward_image",
             "module4.fast_conv:conv2d_backward_input",
-            "module4.fast_conv:conv2d_backward_input_image",
             "module4.fast_conv:conv2d_backward_weight",
-            "module4.fast_conv:conv2d_weight_chunk",
         ),
     ),
     Task(

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.handout import student_readme
-from autograder.paths import ROOT, available_tasks, repo_files
+from autograder.paths import ROOT, available_tasks, repo_files, test_dirs
 from autograder.regions import BEGIN, END, RegionError, find_regions, omitted_names, stub_text
 from autograder.registry import TASKS, Task
 from autograder.runner import RunResult, TestResult, run_pytest
@@ -235,7 +235,7 @@ def verify(
         raise ReleaseError(f"the handout does not import ({imports}):\n{proc.stderr[-3000:]}")
     expression = _graded_expression(tasks)
     handout = run_pytest(
-        report.out_dir, ["tests", "-m", expression, "-q"],
+        report.out_dir, [*test_dirs(tasks), "-m", expression, "-q"],
         timeout=timeout, no_site=True, env={"HYPOTHESIS_PROFILE": "verify"},
     )  # fmt: skip
     if handout.collected is None or handout.collect_errors:
@@ -264,7 +264,7 @@ def verify(
     log(f"checked: all {len(by_node)} graded tests fail on the handout")
 
     reference = run_pytest(
-        root, ["tests", "-m", expression, "-q", "--minitorch-reach"], timeout=timeout
+        root, [*test_dirs(tasks), "-m", expression, "-q", "--minitorch-reach"], timeout=timeout
     )
     if problem := reference.problem():
         raise ReleaseError(f"the run of the reference's tests failed: {problem}")

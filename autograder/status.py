@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
-from autograder.paths import ROOT, available_tasks
+from autograder.paths import ROOT, available_tasks, test_dirs
 from autograder.pytest_plugin import STUB_MESSAGE
 from autograder.regions import STUDENT_BEGIN, STUDENT_END, stub_pattern
 from autograder.registry import Task, get_task
@@ -144,7 +144,7 @@ def collect_status(
     tasks = available_tasks(root)
     fresh = [t for t in tasks if untouched(t, root)]
     expression = " or ".join(t.marker for t in tasks)
-    args = ["tests", "-m", expression, "-q"]
+    args = [*test_dirs(tasks), "-m", expression, "-q"]
     if fresh:
         args += ["--minitorch-not-started", ",".join(t.id for t in fresh)]
     run = _run(root, args, console, "running the tests")
@@ -202,13 +202,12 @@ def next_step(task: Task | None) -> str:
 def run_status(root: Path = ROOT, console: Console | None = None) -> int:
     console = console or Console()
     statuses, run = collect_status(root, console)
-    if run.collected is None:
-        console.print("[red]The tests did not even collect:[/]")
-        console.print(escape(run.output[-3000:]))
+    if run.collected is None or run.collect_errors:
+        console.print("[red]The tests did not collect, so no task can be scored:[/]")
+        detail = "\n".join(run.collect_errors) or run.output
+        console.print(escape(detail[-3000:]), highlight=False)
         return 1
     console.print(status_table(statuses))
-    for error in run.collect_errors[:3]:
-        console.print(f"[red]collection error[/] {escape(error.strip().splitlines()[0])}")
     pending = next((s.task for s in statuses if s.state != "passed"), None)
     console.print(next_step(pending))
     return 0
@@ -318,7 +317,8 @@ def run_task_tests(
         console.print(f"[red]task {task.id}'s stage (module{task.stage}) is not in this tree[/]")
         return 2
     console.print(f"[bold]Task {task.id}: {escape(task.title)}[/] ({task.points} points)")
-    args = ["tests", "-m", task.marker, "-q", "--tb=short", "--minitorch-reach", *extra]
+    args = [*test_dirs((task,)), "-m", task.marker, "-q", "--tb=short", "--minitorch-reach",
+            *extra]  # fmt: skip
     run = _run(root, args, console, f"running task {task.id}'s tests")
     if full:
         console.print(escape(run.output), highlight=False)
