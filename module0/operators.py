@@ -7,7 +7,9 @@ another one calls, such as ``inv`` inside ``log_back``).
 
 Domain conventions (IEEE 754, as NumPy and PyTorch do):
 ``log(0) == -inf``, ``log(x) is nan`` for ``x < 0``; ``inv(0.0) == inf`` and
-``inv(-0.0) == -inf``. Nothing here raises for these inputs.
+``inv(-0.0) == -inf``; ``log_back`` and ``inv_back`` at ``x = ±0`` are ``±inf`` (``nan``
+when ``d`` is 0 too), the values of PyTorch's gradients there. Nothing here raises for
+these inputs.
 """
 
 from __future__ import annotations
@@ -129,14 +131,18 @@ def inv(x: float) -> float:
 
 
 def log_back(x: float, d: float) -> float:
-    """Derivative of ``log`` at ``x`` times ``d``: ``d / x``."""
+    """Derivative of ``log`` at ``x`` times ``d``: ``d / x``, computed as ``d * inv(x)``
+    so that ``x = ±0`` gives ``±inf`` (times the sign of ``d``; ``nan`` for ``d = 0``), as
+    PyTorch's ``grad / x`` does, where Python's ``d / x`` raises ZeroDivisionError."""
     # BEGIN SOLUTION 0.1
     return d * inv(x)
     # END SOLUTION
 
 
 def inv_back(x: float, d: float) -> float:
-    """Derivative of ``inv`` at ``x`` times ``d``: ``-d / x**2``."""
+    """Derivative of ``inv`` at ``x`` times ``d``: ``-d / x**2``, computed as
+    ``-d * inv(x * x)``: ``-inf`` at ``x = ±0`` for ``d > 0`` (``inf`` for ``d < 0``,
+    ``nan`` for ``d = 0``), never ZeroDivisionError."""
     # BEGIN SOLUTION 0.1
     return -d * inv(x * x)
     # END SOLUTION

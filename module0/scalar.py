@@ -10,7 +10,7 @@ ScalarFunctions that make new Scalars (forward) and send derivatives back (backw
 
 from __future__ import annotations
 
-import math
+import sys
 from collections.abc import Callable
 from numbers import Real
 from typing import ClassVar, Union
@@ -20,7 +20,6 @@ from module0.autodiff import (
     Context,
     Variable,
     backpropagate,
-    central_difference,
     grad_mode,
     next_unique_id,
 )
@@ -417,14 +416,44 @@ class EQ(ScalarFunction):
         # END SOLUTION
 
 
+_ROUNDING = 4 * sys.float_info.epsilon
+"""Relative rounding error allowed in each value of ``f`` the numerical check reads (a
+few roundings of a short chain of operations)."""
+
+
+def _difference_quotient(
+    f: Callable[..., float], values: list[float], arg: int, epsilon: float
+) -> tuple[float, float]:
+    """Central difference of ``f`` in argument ``arg``, and the error its rounding may
+    add: the step is ``epsilon * max(1, |x|)`` (relative for large ``x``, so that
+    ``x + step`` differs from ``x``), and the two values of ``f`` are trusted to
+    ``_ROUNDING`` of their size. Given code, so the check does not depend on task 0.4."""
+    x = values[arg]
+    step = epsilon * max(1.0, abs(x))
+    plus, minus = list(values), list(values)
+    plus[arg], minus[arg] = x + step, x - step
+    width = plus[arg] - minus[arg]  # the step as represented, not as asked for
+    f_plus, f_minus = f(*plus), f(*minus)
+    noise = _ROUNDING * (abs(f_plus) + abs(f_minus)) / width
+    return (f_plus - f_minus) / width, noise
+
+
 def derivative_check(
-    f: Callable[..., Scalar], *scalars: Scalar, rtol: float = 1e-2, atol: float = 1e-2
+    f: Callable[..., Scalar],
+    *scalars: Scalar,
+    rtol: float = 1e-5,
+    atol: float = 1e-7,
+    epsilon: float = 1e-6,
 ) -> None:
     """Check backprop against central differences for ``f`` at ``scalars``.
 
-    Runs ``f(*scalars).backward()`` and compares each argument's derivative with the
-    numerical estimate; raises AssertionError naming the argument and both values when
-    they disagree. A learner's first tool when a backward looks wrong.
+    Runs ``f`` on fresh copies of ``scalars`` (the caller's Scalars stay untouched),
+    backpropagates, and compares each argument's derivative ``b`` with the numerical
+    estimate ``n``: they must satisfy ``|b - n| <= atol + rtol * |n| + r``, where ``r``
+    bounds the rounding error of the estimate (``4 * machine epsilon`` of each value of
+    ``f`` it subtracts, divided by the step). The step is ``epsilon * max(1, |x|)``.
+    Raises AssertionError naming the argument and both values when they disagree. A
+    learner's first tool when a backward looks wrong.
     """
     fresh = [Scalar(s.data, name=s.name) for s in scalars]
     out = f(*fresh)
@@ -438,9 +467,9 @@ def derivative_check(
 
     name = getattr(f, "__name__", repr(f))
     for i, s in enumerate(fresh):
-        numeric = central_difference(as_float, *values, arg=i)
+        numeric, noise = _difference_quotient(as_float, values, i, epsilon)
         backprop = 0.0 if s.derivative is None else s.derivative
-        if not math.isclose(backprop, numeric, rel_tol=rtol, abs_tol=atol):
+        if not abs(backprop - numeric) <= atol + rtol * abs(numeric) + noise:
             raise AssertionError(
                 f"derivative_check({name}) at {values}: argument {i} has backprop derivative "
                 f"{backprop!r} but central difference {numeric!r}"

@@ -22,7 +22,7 @@ from typing import Any, Union
 import numpy as np
 import numpy.typing as npt
 
-from module0.autodiff import Context, Variable, backpropagate, next_unique_id
+from module0.autodiff import Context, Variable, backpropagate, next_unique_id, no_grad
 from module1 import tensor_functions as tf
 from module1.tensor_data import IndexingError, Shape, ShapeError, Storage, Strides, TensorData
 from module1.tensor_ops import SimpleBackend, TensorBackend
@@ -388,6 +388,22 @@ class Tensor(Variable):
         d = self._dim(dim)
         out = tf.Max.apply(self, d)
         return out if keepdim else self._squeezed(out, d)
+
+    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """1.0 where every entry (over ``dim``, or over the whole tensor: a 0-d result)
+        is nonzero, else 0.0, as ``torch.all``; nan counts as nonzero, and an empty
+        reduction gives 1.0. There is no bool dtype, so the result is a float tensor of
+        0.0 / 1.0; like PyTorch's boolean result it is a constant (no gradient)."""
+        with no_grad():
+            return (self == 0.0).sum(dim, keepdim) == 0.0
+
+    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """1.0 where some entry (over ``dim``, or over the whole tensor: a 0-d result) is
+        nonzero, else 0.0, as ``torch.any``; nan counts as nonzero, and an empty
+        reduction gives 0.0. A float tensor of 0.0 / 1.0 (there is no bool dtype), and a
+        constant (no gradient)."""
+        with no_grad():
+            return (self != 0.0).sum(dim, keepdim) > 0.0
 
     # -- layout -------------------------------------------------------------------------
 

@@ -80,8 +80,8 @@ def to_index(ordinal: int, shape: Shape, out_index: OutIndex) -> None:
 def shape_broadcast(shape1: UserShape, shape2: UserShape) -> tuple[int, ...]:
     """The shape two tensors broadcast to, by NumPy's rules: align the shapes on the
     right; along each dimension the sizes must be equal or one of them 1 (a missing
-    dimension counts as 1); the result takes the larger. ShapeError names both shapes
-    otherwise."""
+    dimension counts as 1); the result takes the size that is not 1 (so 1 against 0
+    gives 0, an empty dimension). ShapeError names both shapes otherwise."""
     # BEGIN SOLUTION 1.2
     ndim = max(len(shape1), len(shape2))
     padded1 = (1,) * (ndim - len(shape1)) + tuple(shape1)
@@ -93,7 +93,7 @@ def shape_broadcast(shape1: UserShape, shape2: UserShape) -> tuple[int, ...]:
                 f"shapes {tuple(shape1)} and {tuple(shape2)} do not broadcast: "
                 f"sizes {a} and {b} meet in one dimension"
             )
-        result.append(max(a, b))
+        result.append(b if a == 1 else a)
     return tuple(result)
     # END SOLUTION
 

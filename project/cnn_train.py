@@ -1,15 +1,20 @@
 """The training loop, logs, figures and gate shared by the stage-4 milestone scripts.
 
 :func:`fit` trains a classifier with mini-batches and FastAdam (task 2.4) on
-cross-entropy (task 4.4), shows a progress bar per epoch, prints and logs one line per
-epoch (``log.csv``), lowers the learning rate on a cosine (:func:`cosine_lr`), saves the
-trained parameters (``model.npz``) and four figures:
+cross-entropy (task 4.4), shows a progress bar per epoch (with the loss of the last
+batch done, blank before the first), prints and logs one line per epoch (``log.csv``),
+lowers the learning rate on a cosine (:func:`cosine_lr`), saves the trained parameters
+(``model.npz``) and four figures:
 
 * ``curves.png`` — loss and accuracy per epoch, train and test;
 * ``confusion.png`` — the test confusion matrix;
 * ``filters.png`` — the first layer's weights (each 2-D filter as a small image, each
-  1-D filter as a ``dim × width`` heat map);
+  1-D filter as a ``dim × width`` heat map), all on one diverging colour scale with a
+  colour bar: red positive, blue negative, white zero;
 * ``misclassified.png`` — test examples the model gets wrong, with truth and guess.
+
+Accuracy is a fraction of 1 everywhere: in ``log.csv`` (columns ``train_acc`` and
+``test_acc``), on the terminal, in the gate's message and in ``--gate`` (0.95 means 95%).
 
 A milestone passes its **gate** when the final test accuracy reaches the threshold AND
 the first layer's weights moved from their initial values (relative change at least
@@ -96,7 +101,7 @@ class FitResult:
         ok_acc, ok_move = acc >= threshold, self.moved >= MIN_MOVE
         verdict = "PASSED" if ok_acc and ok_move else "FAILED"
         return ok_acc and ok_move, (
-            f"gate {verdict}: test accuracy {acc:.2%} (needs >= {threshold:.0%}) "
+            f"gate {verdict}: test accuracy {acc:.4f} (needs >= {threshold:g}) "
             f"{'ok' if ok_acc else 'NOT reached'}; first-layer weights moved "
             f"{self.moved:.3f} relative (needs >= {MIN_MOVE}) {'ok' if ok_move else 'NOT moved'}"
         )
@@ -159,6 +164,7 @@ def fit(
         f"[bold]{config.name}[/]: {len(train)} training and {len(test)} test examples, "
         f"{model.num_parameters():,} parameters, {config.epochs} epochs of {batches} batches"
     )
+    last = ""  # the progress bar's loss: the last batch's, blank before the first
     for epoch in range(1, config.epochs + 1):
         start = time.perf_counter()
         optimizer.lr = cosine_lr(config.lr, epoch, config.epochs)
@@ -169,14 +175,14 @@ def fit(
             TextColumn(f"epoch {epoch}/{config.epochs}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]:.4f}"),
+            TextColumn("{task.fields[loss]}"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=console,
             transient=True,
             disable=not console.is_terminal,
         ) as progress:
-            task = progress.add_task("batches", total=batches, loss=float("nan"))
+            task = progress.add_task("batches", total=batches, loss=last)
             for b in range(batches):
                 idx = order[b * config.batch_size : (b + 1) * config.batch_size]
                 logits = model(to_input(train.x[idx]))
@@ -187,7 +193,8 @@ def fit(
                 value = loss.item()
                 total_loss += value * len(idx)
                 correct += int((logits.to_numpy().argmax(axis=1) == train.y[idx]).sum())
-                progress.update(task, advance=1, loss=value)
+                last = f"loss {value:.4f}"
+                progress.update(task, advance=1, loss=last)
         test_loss, predicted = evaluate(model, test, to_input)
         seconds = time.perf_counter() - start
         result.train_loss.append(total_loss / len(train))
@@ -200,8 +207,8 @@ def fit(
             csv.writer(f).writerow([*row, result.test_acc[-1], seconds])
         console.print(
             f"epoch {epoch:3d}  train loss {result.train_loss[-1]:.4f}  acc "
-            f"{result.train_acc[-1]:.2%}  |  test loss {test_loss:.4f}  acc "
-            f"{result.test_acc[-1]:.2%}  |  {seconds:.1f}s"
+            f"{result.train_acc[-1]:.4f}  |  test loss {test_loss:.4f}  acc "
+            f"{result.test_acc[-1]:.4f}  |  {seconds:.1f}s"
         )
     w = first_layer.value.to_numpy()
     result.moved = float(np.linalg.norm(w - w0)) / max(float(np.linalg.norm(w0)), 1e-12)
@@ -314,25 +321,38 @@ def plot_confusion(confusion: npt.NDArray[np.int64], names: Sequence[str], path:
 
 
 def plot_filters(weight: npt.NDArray[np.float64], path: Path, most: int = 32) -> Path:
-    """The first layer's filters: ``(out, 1, kh, kw)`` as grey images, ``(out, dim,
-    width)`` as heat maps (at most ``most`` of them)."""
+    """The first layer's filters: ``(out, 1, kh, kw)`` as images, ``(out, dim, width)``
+    as heat maps (at most ``most`` of them; several input channels are averaged). All
+    share one colour scale, symmetric about 0 so that white is a zero weight, red a
+    positive one and blue a negative one, shown by a colour bar: a filter's pattern
+    and its strength compare across filters."""
     filters = weight[:most]
     n = len(filters)
     cols = min(8, n)
     rows = math.ceil(n / cols)
-    fig = Figure(figsize=(1.4 * cols, 1.6 * rows if weight.ndim == 4 else 2.2 * rows))
+    height = (1.6 if weight.ndim == 4 else 2.2) * rows + 0.9
+    fig = Figure(figsize=(max(1.4 * cols + 1.4, 6.0), height), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols)).reshape(-1)
+    images = []
+    for i in range(n):
+        image = filters[i, 0] if weight.ndim == 4 and weight.shape[1] == 1 else filters[i]
+        images.append(image.mean(axis=0) if image.ndim == 3 else image)
+    bound = max((float(np.max(np.abs(im))) for im in images), default=0.0) or 1.0
+    shown = None
     for i, ax in enumerate(axes):
         ax.set_axis_off()
         if i >= n:
             continue
-        image = filters[i, 0] if weight.ndim == 4 and weight.shape[1] == 1 else filters[i]
-        if image.ndim == 3:
-            image = image.mean(axis=0)
-        ax.imshow(image, cmap="gray" if weight.ndim == 4 else "coolwarm", aspect="auto")
+        shown = ax.imshow(images[i], cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto")
         ax.set_title(str(i), fontsize=7)
-    fig.suptitle(f"first-layer filters {tuple(weight.shape)}")
-    fig.tight_layout()
+    if shown is not None:
+        fig.colorbar(shown, ax=list(axes), shrink=0.8, label="weight")
+    layout = "" if weight.ndim == 4 else "; rows: embedding dimensions, columns: window"
+    fig.suptitle(
+        f"first-layer filters {tuple(weight.shape)}\nred = positive weight, blue = "
+        f"negative, white = 0 (one scale for all{layout})",
+        fontsize=9,
+    )
     fig.savefig(path, dpi=110)
     return path
 

@@ -13,7 +13,8 @@ operations per parameter).
 Defaults: 50 points (seed 0), hidden size 10 (2-10-10-1: ReLU, ReLU, sigmoid), Adam with
 lr 0.1, 250 full-batch epochs, binary cross-entropy. Prints the time per epoch and writes
 ``runs/<backend>_<dataset>/log.csv`` (loss and accuracy per epoch) and ``figure.png``
-(decision boundary and learning curves).
+(decision boundary and learning curves). Accuracy is a fraction of 1 (0.9 means 90%), in
+``log.csv`` and on the terminal alike.
 """
 
 from __future__ import annotations
@@ -210,14 +211,14 @@ def train(config: Config, console: Console | None = None) -> Result:
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]:.4f}  acc {task.fields[acc]:.0%}"),
+            TextColumn("{task.fields[stats]}"),
             TimeElapsedColumn(),
             console=console,
         ) as progress,
     ):
         writer = csv.writer(log_file)
         writer.writerow(["epoch", "loss", "accuracy", "seconds"])
-        bar = progress.add_task("training", total=config.epochs, loss=float("nan"), acc=0.0)
+        bar = progress.add_task("training", total=config.epochs, stats="")  # none before 1
         for e in range(1, config.epochs + 1):
             tick = time.perf_counter()
             loss, acc = trainer.epoch(optimizer)
@@ -225,15 +226,15 @@ def train(config: Config, console: Console | None = None) -> Result:
             result.losses.append(loss)
             result.accuracies.append(acc)
             writer.writerow([e, f"{loss:.6f}", f"{acc:.4f}", f"{seconds:.4f}"])
-            progress.update(bar, advance=1, loss=loss, acc=acc)
+            progress.update(bar, advance=1, stats=f"loss {loss:.4f}  acc {acc:.4f}")
             if e % config.log_every == 0 or e == config.epochs:
                 progress.console.print(
-                    f"epoch {e:4d}  loss {loss:.4f}  accuracy {acc:.1%}  "
+                    f"epoch {e:4d}  loss {loss:.4f}  accuracy {acc:.4f}  "
                     f"{seconds * 1000:.1f} ms/epoch"
                 )
     result.seconds_per_epoch = (time.perf_counter() - start) / config.epochs
     console.print(
-        f"final train accuracy {result.final_accuracy:.1%}, "
+        f"final train accuracy {result.final_accuracy:.4f}, "
         f"{result.seconds_per_epoch * 1000:.1f} ms per epoch on average; log: {result.log_path}"
     )
     if config.figure:

@@ -62,11 +62,17 @@ def test_a_tasks_stubs_are_exactly_its_listed_functions(task: Task) -> None:
     """A stub is a contract: the handout stubs exactly the functions the registry lists
     (the reference's own helpers live in ``omit`` regions, which leave no stub)."""
     stubbed = set()
+    listed = set(task.functions)
     for path in task.files:
         module = path.removesuffix(".py").replace("/", ".")
         for region in find_regions((ROOT / path).read_text(encoding="utf-8"), path):
             if region.task_id == task.id and not region.omit:
-                stubbed.add(f"{module}:{region.function}")
+                # A region in a kernel nested in the listed function (``tensor_map._map``)
+                # stubs that function.
+                name = f"{module}:{region.function}"
+                while name not in listed and "." in name.split(":", 1)[1]:
+                    name = name.rsplit(".", 1)[0]
+                stubbed.add(name)
     assert stubbed == set(task.functions), (
         f"task {task.id}: stubbed but not listed {sorted(stubbed - set(task.functions))}, "
         f"listed but not stubbed {sorted(set(task.functions) - stubbed)}"

@@ -2,7 +2,9 @@
 every ScalarFunction's backward, checked against central differences.
 
 Derivatives, ids and lists read back from the engine go through the ``exact_*`` helpers
-of ``tests/strict.py`` before they are compared. The ordering checks of the topological
+of ``tests/strict.py`` before they are compared. The central differences are computed by
+this file (``numeric_grads``), not by task 0.4's ``central_difference``, so a bug there
+costs points in 0.4 alone. The ordering checks of the topological
 sort use the edges the test itself built, not ones reported by the code under test.
 """
 
@@ -17,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from module0.autodiff import backpropagate, central_difference, topological_sort
+from module0.autodiff import backpropagate, topological_sort
 from module0.errors import GraphReleasedError
 from module0.graph import draw_graph
 from module0.scalar import Scalar, ScalarFunction, derivative_check
@@ -30,13 +32,23 @@ positive = st.floats(min_value=0.1, max_value=10.0, allow_nan=False)
 away_from_zero = small.filter(lambda v: abs(v) > 0.05)
 
 
+EPS = 1e-6
+
+
 def numeric_grads(f: Callable[..., Scalar], *values: float) -> list[float]:
-    """Central differences of f's value with respect to each argument."""
+    """Central differences of f's value with respect to each argument, written out here:
+    the oracle of this task never runs task 0.4's ``central_difference``."""
 
     def as_float(*xs: float) -> float:
         return exact_float(f(*(Scalar(x) for x in xs)).data)
 
-    return [exact_float(central_difference(as_float, *values, arg=i)) for i in range(len(values))]
+    grads = []
+    for i in range(len(values)):
+        plus, minus = list(values), list(values)
+        plus[i] += EPS
+        minus[i] -= EPS
+        grads.append((as_float(*plus) - as_float(*minus)) / (plus[i] - minus[i]))
+    return grads
 
 
 def derivative_of(s: Scalar) -> float:
@@ -299,6 +311,38 @@ def test_derivative_check_passes_correct_functions_and_catches_a_wrong_backward(
 
     with pytest.raises(AssertionError, match="argument 0"):
         derivative_check(lambda x: WrongSquare.apply(x), Scalar(3.0))
+
+
+def test_derivative_check_is_exact_per_argument_and_catches_a_small_error() -> None:
+    """Each argument gets a step of its own size and a tolerance for the rounding of f's
+    value, so a large term does not fail a small argument's right derivative; a backward
+    off by 1% next to that term, or by 0.1% alone, still fails (one test, so a check that
+    never raises cannot pass it)."""
+    derivative_check(lambda a, b: a * a * a + b * b * b, Scalar(81.0), Scalar(0.25))
+    derivative_check(lambda a, b: a.exp() * b, Scalar(30.0), Scalar(1e-3))
+    derivative_check(lambda a: a * a, Scalar(1e9))
+
+    class AlmostSquare(ScalarFunction):
+        @staticmethod
+        def forward(ctx, a):  # type: ignore[no-untyped-def, override]
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, d):  # type: ignore[no-untyped-def, override]
+            (a,) = ctx.saved_values
+            return 2.02 * a * d
+
+    class NearlySquare(AlmostSquare):
+        @staticmethod
+        def backward(ctx, d):  # type: ignore[no-untyped-def, override]
+            (a,) = ctx.saved_values
+            return 2.002 * a * d
+
+    with pytest.raises(AssertionError, match="argument 1"):
+        derivative_check(lambda x, y: x * x * x + AlmostSquare.apply(y), Scalar(81.0), Scalar(0.25))
+    with pytest.raises(AssertionError, match="argument 0"):
+        derivative_check(lambda x: NearlySquare.apply(x), Scalar(3.0))
 
 
 def test_draw_graph_writes_a_png(tmp_path: Path) -> None:

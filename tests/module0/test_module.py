@@ -1,12 +1,15 @@
 """Task 0.3: walking the Module tree (modules, named_parameters, parameters, train/eval).
 
-The tree used throughout has three levels, and names chosen so that insertion order
+Most tests use a tree of three levels, with names chosen so that insertion order
 differs from alphabetical order::
 
     Root                 own: zeta, alpha
     ├── mid: Middle      own: gamma   (its child is added *before* gamma)
     │   └── inner: Leaf  own: weight, bias
     └── leaf: Leaf       own: weight, bias
+
+and a tree five modules deep (``Deep``), so that a walk that only reaches children and
+grandchildren is caught.
 
 Names, values, modes and lists that come back from the Module code go through the
 ``exact_*`` helpers of ``tests/strict.py`` before they are compared; modules and
@@ -83,6 +86,38 @@ def modes(root: Module) -> list[bool]:
     return [exact_bool(m.training) for m in all_modules(root)]
 
 
+class Deep(Module):
+    """Level ``level`` (0 to 4) of a tree five modules deep: a child ``sub`` (above the
+    bottom), then its own parameter ``w``; level 1 also has a second child ``side``."""
+
+    def __init__(self, level: int = 0) -> None:
+        super().__init__()
+        if level < 4:
+            self.sub = Deep(level + 1)
+        self.w = Parameter(Scalar(float(level)))
+        if level == 1:
+            self.side = Leaf(10.0, 11.0)
+
+
+DEEP_NAMES = [
+    "w",
+    "sub.w",
+    "sub.sub.w",
+    "sub.sub.sub.w",
+    "sub.sub.sub.sub.w",
+    "sub.side.weight",
+    "sub.side.bias",
+]
+
+
+def deep_modules(root: Deep) -> list[Module]:
+    """Every module of the deep tree, top to bottom, then the side leaf."""
+    chain: list[Module] = [root]
+    for _ in range(4):
+        chain.append(chain[-1].sub)
+    return [*chain, root.sub.side]
+
+
 # -- modules ----------------------------------------------------------------------------
 
 
@@ -141,6 +176,32 @@ def test_named_parameters_of_subtrees() -> None:
     assert names_of(root.mid.inner) == ["weight", "bias"]
     assert names_of(root.leaf) == ["weight", "bias"]
     assert list(Module().named_parameters()) == []
+
+
+def test_named_parameters_five_levels_deep_depth_first() -> None:
+    root = Deep()
+    assert names_of(root) == DEEP_NAMES
+    assert [param_value(p) for _, p in root.named_parameters()] == [
+        0.0, 1.0, 2.0, 3.0, 4.0, 10.0, 11.0
+    ]  # fmt: skip
+    assert names_of(root.sub.sub) == ["w", "sub.w", "sub.sub.w"]
+    bottom = deep_modules(root)[4]
+    late = bottom.add_parameter("late", Scalar(5.0))
+    named = {exact_str(n): p for n, p in root.named_parameters()}
+    assert named["sub.sub.sub.sub.late"] is late
+    params = exact_list(root.parameters(), item=None)
+    assert len(params) == 8 and params[5] is late and params[4] is bottom.w
+
+
+def test_modules_at_depth_are_direct_children_only() -> None:
+    root = Deep()
+    chain = deep_modules(root)
+    for level in range(4):
+        children = exact_list(chain[level].modules(), item=None)
+        want = [chain[level + 1], root.sub.side] if level == 1 else [chain[level + 1]]
+        assert len(children) == len(want)
+        assert all(got is expected for got, expected in zip(children, want, strict=True))
+    assert exact_list(chain[4].modules(), item=None) == []
 
 
 def test_parameters_follow_named_parameters_order() -> None:
@@ -217,6 +278,22 @@ def test_train_restores_a_manually_switched_grandchild() -> None:
     root.train()
     assert exact_bool(root.mid.inner.training) is True
     assert exact_bool(root.leaf.training) is True
+
+
+def test_train_and_eval_reach_five_levels_down() -> None:
+    """A walk that stops after children and grandchildren misses levels 3 and 4."""
+    root = Deep()
+    assert root.eval() is root
+    assert [exact_bool(m.training) for m in deep_modules(root)] == [False] * 6
+    assert root.train() is root
+    assert [exact_bool(m.training) for m in deep_modules(root)] == [True] * 6
+    bottom = deep_modules(root)[4]
+    bottom.training = False
+    root.sub.sub.train()
+    assert exact_bool(bottom.training) is True
+    assert exact_bool(root.sub.sub.eval().training) is False
+    assert exact_bool(bottom.training) is False
+    assert exact_bool(root.sub.training) is True
 
 
 def test_eval_on_subtree_leaves_rest_untouched() -> None:

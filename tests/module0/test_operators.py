@@ -366,6 +366,30 @@ def test_inv_back_values(x: float, d: float, expected: float) -> None:
 
 @pytest.mark.parametrize(
     ("x", "d", "expected"),
+    [(0.0, 1.0, INF), (0.0, -2.0, -INF), (-0.0, 3.0, -INF), (-0.0, -0.5, INF)],
+)
+def test_log_back_at_zero_is_signed_infinity(x: float, d: float, expected: float) -> None:
+    """``d / x`` would raise ZeroDivisionError: the contract is IEEE's ``d * (1 / x)``."""
+    assert exact_float(operators.log_back(x, d)) == expected
+
+
+@pytest.mark.parametrize(
+    ("x", "d", "expected"),
+    [(0.0, 1.0, -INF), (-0.0, 1.0, -INF), (0.0, -2.0, INF), (1e-200, 1.0, -INF)],
+)
+def test_inv_back_at_zero_is_signed_infinity(x: float, d: float, expected: float) -> None:
+    """``-d / x**2`` would raise ZeroDivisionError (or overflow): IEEE's ``-d * (1 / x²)``."""
+    assert exact_float(operators.inv_back(x, d)) == expected
+
+
+def test_back_functions_at_zero_with_zero_upstream_are_nan() -> None:
+    assert math.isnan(exact_float(operators.log_back(0.0, 0.0)))
+    assert math.isnan(exact_float(operators.inv_back(0.0, 0.0)))
+    assert math.isnan(exact_float(operators.inv_back(-0.0, 0.0)))
+
+
+@pytest.mark.parametrize(
+    ("x", "d", "expected"),
     [(2.0, 5.0, 5.0), (-2.0, 5.0, 0.0), (0.0, 5.0, 0.0), (1e-9, -3.0, -3.0), (-1e-9, 3.0, 0.0)],
 )
 def test_relu_back_values(x: float, d: float, expected: float) -> None:

@@ -4,8 +4,8 @@ checks of ``backward``, and released graphs.
 
 Where it can, a test differentiates a Function defined here whose forward and backward
 compute with NumPy (``NumpySquare``), so it exercises the provided engine rather than the
-graded backward functions. ``grad_check`` sums ``f``'s result, so its tests also run the
-``Sum`` function of tasks 1.3 and 1.4.
+graded backward functions. ``grad_check`` backpropagates a weight tensor straight into
+``f``'s result, so its tests run no graded Function either.
 """
 
 from __future__ import annotations
@@ -250,33 +250,103 @@ def test_tensor_exponents_are_refused() -> None:
 # -- grad_check -----------------------------------------------------------------------------
 
 
-def test_grad_check_accepts_a_correct_backward() -> None:
-    x = from_numpy(VALUES, requires_grad=True)
+class NumpyCube(Function):
+    """``a ** 3`` computed with NumPy, with a backward ``3 a² d`` scaled by ``FACTOR``."""
+
+    FACTOR = 1.0
+
+    @classmethod
+    def cube(cls, a: Tensor) -> Tensor:
+        return cls.apply(a)
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        ctx.save_for_backward(a)
+        return from_numpy(a.to_numpy() ** 3)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (a,) = ctx.saved_values
+        x = a.to_numpy()
+        scale = np.where(np.abs(x) < 1.0, NumpyCube.FACTOR, 1.0)  # only small entries
+        return from_numpy(3.0 * x**2 * d.to_numpy() * scale)
+
+
+class IgnoresGradient(NumpySquare):
+    """``a * a`` whose backward forgets to multiply by ``d`` (right for ``d = 1`` only)."""
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (a,) = ctx.saved_values
+        return from_numpy(2.0 * a.to_numpy())
+
+
+def test_grad_check_accepts_a_correct_backward_and_leaves_its_inputs_alone() -> None:
+    x = from_numpy(VALUES)  # no requires_grad: grad_check marks its own copies
     grad_check(NumpySquare.apply, x)
-    np.testing.assert_allclose(exact_tensor(x.grad), 2.0 * VALUES)
-    np.testing.assert_array_equal(exact_tensor(x), VALUES)  # inputs are left unchanged
+    assert x.requires_grad is False and x.grad is None
+    np.testing.assert_array_equal(exact_tensor(x), VALUES)
+    y = from_numpy(VALUES, requires_grad=True)
+    grad_check(lambda a, b: NumpySquare.apply(a) * b, y, from_numpy(VALUES + 1.0))
+    assert y.grad is None
 
 
 def test_grad_check_catches_a_wrong_backward_and_names_input_and_entry() -> None:
-    x = from_numpy(VALUES, requires_grad=True)
+    x = from_numpy(VALUES)
     with pytest.raises(AssertionError, match=r"gradient of input 0 \(shape \(2, 3\)\) at \("):
         grad_check(WrongSquare.apply, x)
-    y = from_numpy(VALUES + 3.0, requires_grad=True)
+    y = from_numpy(VALUES + 3.0)
     with pytest.raises(AssertionError, match=r"input 1 .*backward gave .*central difference"):
         grad_check(lambda a, b: NumpySquare.apply(a) + SlightlyWrongSquare.apply(b), x, y)
 
 
+def test_grad_check_catches_a_backward_that_ignores_the_upstream_gradient() -> None:
+    """The output is weighted at random, so ``d`` is not all ones."""
+    with pytest.raises(AssertionError, match="gradient of input 0"):
+        grad_check(IgnoresGradient.apply, from_numpy(VALUES))
+
+
+def test_grad_check_is_exact_per_entry_next_to_a_large_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """81³ is half a million: differencing the whole output's sum would bury the small
+    entry's derivative (0.1875) in rounding; per-entry differences do not."""
+    x = tensor([81.0, 0.25])
+    grad_check(NumpyCube.cube, x)
+    grad_check(lambda a, b: NumpyCube.cube(a) * b, x, tensor([1.0, 1e-3]))
+    monkeypatch.setattr(NumpyCube, "FACTOR", 1.001)  # 0.1% off at the small entry only
+    with pytest.raises(AssertionError, match=r"input 0 \(shape \(2,\)\) at \(1,\): backward gave"):
+        grad_check(NumpyCube.cube, x)
+
+
 def test_grad_check_reports_an_input_without_gradient() -> None:
-    x = from_numpy(VALUES, requires_grad=True)
-    unused = ones(4, requires_grad=True)
+    x = from_numpy(VALUES)
+    unused = ones(4)
     with pytest.raises(AssertionError, match=r"input 1 \(shape \(4,\)\) got no gradient"):
         grad_check(lambda a, b: NumpySquare.apply(a), x, unused)
+    with pytest.raises(AssertionError, match="does not depend"):
+        grad_check(lambda a: from_numpy(VALUES), x)
 
 
-def test_grad_check_resets_gradients_and_skips_constants() -> None:
-    x = from_numpy(VALUES, requires_grad=True)
-    x.grad = from_numpy(np.full((2, 3), 100.0))
-    constant = from_numpy(np.ones((2, 3)))
-    grad_check(lambda a, c: NumpySquare.apply(a) + NumpySquare.apply(c), x, constant)
-    np.testing.assert_allclose(exact_tensor(x.grad), 2.0 * VALUES)  # not 100 + 2x
-    assert constant.grad is None
+def test_grad_check_checks_only_the_inputs_in_wrt() -> None:
+    x, c = from_numpy(VALUES), from_numpy(VALUES + 1.0)
+    grad_check(lambda a, b: NumpySquare.apply(a) + WrongSquare.apply(b), x, c, wrt=[0])
+    with pytest.raises(AssertionError, match="input 1"):
+        grad_check(lambda a, b: NumpySquare.apply(a) + WrongSquare.apply(b), x, c)
+
+
+def test_grad_check_keeps_the_layout_and_samples_entries_with_checks() -> None:
+    """The copies keep the inputs' strides (a permuted view stays permuted), and with
+    ``checks=k`` each input costs 2 k more forward passes (every entry without it)."""
+    seen: list[tuple[int, ...]] = []
+
+    def f(a: Tensor) -> Tensor:
+        seen.append(a._tensor.strides)
+        return NumpySquare.apply(a)
+
+    x = from_numpy(VALUES).permute(1, 0)
+    grad_check(f, x)
+    assert set(seen) == {(1, 3)} and len(seen) == 1 + 2 * 6
+    seen.clear()
+    grad_check(f, x, checks=2)
+    assert len(seen) == 1 + 2 * 2

@@ -147,6 +147,19 @@ def test_shape_broadcast_values() -> None:
 
 
 @pytest.mark.task1_2
+@pytest.mark.parametrize(
+    ("a", "b"), [((2, 0), (1,)), ((0,), ()), ((1, 3), (0, 1)), ((0, 4), (4,)), ((2, 0), (2, 1))]
+)
+def test_shape_broadcast_keeps_empty_dimensions(a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    """1 against 0 gives 0 (NumPy's rule: the size that is not 1), not the larger size."""
+    expected = np.broadcast_shapes(a, b)
+    assert exact_tuple(shape_broadcast(a, b), exact_int) == expected
+    assert exact_tuple(shape_broadcast(b, a), exact_int) == expected
+    with pytest.raises(ShapeError):
+        shape_broadcast((0,), (2,))
+
+
+@pytest.mark.task1_2
 @given(broadcast_pairs)
 def test_shape_broadcast_matches_numpy(pair: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
     a, b = pair

@@ -43,7 +43,7 @@ from tests.layouts import (
     strided,
     values,
 )
-from tests.strict import exact_int, exact_tensor, exact_tuple
+from tests.strict import exact_bool, exact_int, exact_tensor, exact_tuple
 
 pytestmark = pytest.mark.task1_3
 
@@ -366,6 +366,39 @@ def test_reductions_over_everything_give_a_0d_tensor(
 ) -> None:
     t, x = case
     check(op(t), np.asarray(oracle(x)))
+
+
+ZERO_OR_NOT = st.sampled_from([0.0, -0.0, 0.0, 1.0, -2.5, math.nan, math.inf])
+"""Mostly zeros (so every kind of slice occurs), and nan, which counts as nonzero."""
+
+
+@pytest.mark.parametrize(("name", "oracle"), [("all", np.all), ("any", np.any)])
+@given(tensors(elements=ZERO_OR_NOT), st.data())
+def test_all_and_any_match_numpy(
+    name: str, oracle: Callable[..., np.ndarray], case: tuple[Tensor, np.ndarray],
+    data: st.DataObject,
+) -> None:  # fmt: skip
+    t, x = case
+    dim = data.draw(st.none() | st.integers(-x.ndim, x.ndim - 1), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    got = getattr(t, name)(dim, keepdim)
+    check(got, oracle(x, axis=dim, keepdims=keepdim) * 1.0, f"{name}({dim}, {keepdim})")
+    check(getattr(t, name)(), oracle(x) * 1.0, f"{name}()")
+    assert exact_bool(got.requires_grad) is False  # like PyTorch's bool result: no gradient
+
+
+def test_all_and_any_known_values() -> None:
+    t = tensor([[1.0, 0.0, 2.0], [3.0, -4.0, math.nan]])
+    check(t.all(), 0.0, "all()")
+    check(t.any(), 1.0, "any()")
+    check(t.all(1), [0.0, 1.0], "all(1)")
+    check(t.all(0, keepdim=True), [[1.0, 0.0, 1.0]], "all(0, keepdim=True)")
+    check((t * 0.0).any(-1), [0.0, 1.0], "any(-1) of zeros (and 0 * nan, a nan)")
+    empty = tensor(np.zeros((2, 0)).tolist())
+    check(empty.all(), 1.0, "all() of an empty tensor")
+    check(empty.any(), 0.0, "any() of an empty tensor")
+    check(empty.all(1), [1.0, 1.0], "all(1) over an empty dimension")
+    check(empty.any(1), [0.0, 0.0], "any(1) over an empty dimension")
 
 
 def test_max_of_negative_values_and_ties() -> None:

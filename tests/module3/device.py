@@ -12,12 +12,24 @@ On the simulator every CUDA thread is a Python thread, and an example costs 10 m
 a few seconds, so :func:`examples` runs few of them there and does not shrink a failing
 one (shrinking runs the test hundreds of times more: 18 minutes for this stage's tests
 on the handout). The examples are tiny anyway; on a GPU failures shrink as usual.
+
+:func:`shared_memory_log` and :meth:`SharedLog.assert_blocks_cooperate` check *how* a
+kernel computes, which values alone cannot: that the threads of a block combine their
+work through shared memory behind a barrier, rather than one thread doing it all. On the
+simulator the log records, during a launch, every shared array the kernel allocates,
+which threads write into one, and the barriers; on a GPU the compiled kernel's PTX must
+store to shared memory and hold a barrier.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import sys
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,5 +74,96 @@ def device_copy(storage: np.ndarray) -> Any:
 
 def host(array: Any, size: int) -> np.ndarray:
     """A host copy of a 1-D device array of ``size`` float64 entries, read as
-    ``exact_tensor`` reads a device storage (with Numba's own ``copy_to_host``)."""
-    return exact_tensor(Tensor(TensorData(array, (size,))), "device array")
+    ``exact_tensor`` reads a device storage (with Numba's own ``copy_to_host``). The
+    strides are given, so no task's code (``strides_from_shape``) runs to read it."""
+    return exact_tensor(Tensor(TensorData(array, (size,), (1,))), "device array")
+
+
+Thread = tuple[tuple[int, int, int], tuple[int, int, int]]
+"""A simulated CUDA thread: ``(blockIdx, threadIdx)``."""
+
+
+@dataclass
+class SharedLog:
+    """What the launches inside :func:`shared_memory_log` did with shared memory (on the
+    simulator; empty on a GPU, where the PTX is checked instead)."""
+
+    sites: set[tuple[str, int]] = field(default_factory=set)
+    """Where the kernel allocated shared arrays (file, line)."""
+    writers: set[Thread] = field(default_factory=set)
+    """Every thread that wrote into a shared array."""
+    barriers: set[Thread] = field(default_factory=set)
+    """Every thread that called ``cuda.syncthreads()``."""
+
+    def assert_blocks_cooperate(self, kernel: Any, blocks: int, threads: int) -> None:
+        """In each of ``blocks`` blocks of ``threads`` threads, at least half the threads
+        wrote into a shared array and the threads met at a barrier. On a GPU: the PTX
+        of ``kernel`` (every signature compiled so far) stores to shared memory and
+        holds a barrier."""
+        if not SIMULATOR:
+            ptx = "\n".join(kernel.inspect_asm().values())
+            assert re.search(r"\bst\.shared\.", ptx), "the kernel never stores to shared memory"
+            assert re.search(r"\bbar(rier)?(\.cta)?\.sync\b", ptx), "the kernel has no barrier"
+            return
+        assert self.sites, "the kernel allocates no shared memory (cuda.shared.array)"
+        for block in ((b, 0, 0) for b in range(blocks)):
+            wrote = {t for b, t in self.writers if b == block}
+            assert len(wrote) >= threads // 2, (
+                f"block {block}: {len(wrote)} of its {threads} threads wrote into shared "
+                "memory; the block's threads should each fold a part and combine the parts there"
+            )
+            assert any(b == block for b, _ in self.barriers), (
+                f"block {block}: no thread called cuda.syncthreads()"
+            )
+
+
+@contextmanager
+def shared_memory_log() -> Iterator[SharedLog]:
+    """Record shared-memory use of the simulator's launches inside the block (nothing is
+    recorded on a GPU). Shared arrays start nan-filled, so a read of an entry no thread
+    wrote shows in the result."""
+    log = SharedLog()
+    if not SIMULATOR:
+        yield log
+        return
+    from numba.core import types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    lock = threading.Lock()
+
+    def thread() -> Thread:
+        current: Any = threading.current_thread()
+        return tuple(current.blockIdx), tuple(current.threadIdx)
+
+    class Recorded(np.ndarray):
+        def __setitem__(self, key: Any, value: Any) -> None:
+            log.writers.add(thread())
+            super().__setitem__(key, value)
+
+    original_array = kernelapi.FakeCUDAShared.array
+    original_sync = kernelapi.FakeCUDAModule.syncthreads
+
+    def array(shared: Any, shape: Any, dtype: Any) -> Any:
+        if shape == 0:  # dynamic shared memory: one buffer, whoever asks
+            return original_array(shared, shape, dtype).view(Recorded)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        caller = sys._getframe(1)
+        site = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:  # one array per allocating line per launch, as the simulator does
+            buffer = shared._allocations.get(site)
+            if buffer is None:
+                fill = np.nan if np.dtype(dtype).kind == "f" else 0
+                buffer = shared._allocations[site] = np.full(shape, fill, dtype)
+                log.sites.add(site)
+        return buffer.view(Recorded)
+
+    def syncthreads(module: Any) -> None:
+        log.barriers.add(thread())
+        original_sync(module)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kernelapi.FakeCUDAShared, "array", array)
+        patch.setattr(kernelapi.FakeCUDAModule, "syncthreads", syncthreads)
+        yield log

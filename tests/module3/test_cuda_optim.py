@@ -1,7 +1,8 @@
 """Task 3.4: the fused optimizer kernels on the GPU (``module3/cuda_optim.py``).
 
-* ``CudaAdam`` and ``CudaSGD`` against stage 0's ``Adam`` and ``SGD`` (on
-  ``SimpleBackend``, so these tests need no other task of this stage) on the same
+* ``CudaAdam`` and ``CudaSGD`` against the same updates written here in NumPy
+  (:class:`NumpyOptimizer`, which follows stage 0's ``Adam`` and ``SGD`` rule for rule
+  without running them: no expected value comes from another task's code) on the same
   parameters and gradients, step after step: Hypothesis draws the shapes (0-d
   included), the layouts of parameters and gradients (permuted, with gaps), whether
   each starts on the host or on the device, the hyperparameters, momentum or none, and
@@ -15,8 +16,7 @@
 New device arrays are nan-filled (``tests/module3/device.py``), so a forward pass whose
 kernels write nothing cannot pass for one that computes. Values are read back with
 ``exact_tensor`` (``tests/strict.py``), which copies a device storage with Numba's own
-method. Stage 0's Adam divides by multiplying by an inverse and takes square roots with
-``** 0.5``, so values agree to rounding (``rtol=1e-12``).
+method. Values agree to rounding (``rtol=1e-12``).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from hypothesis import strategies as st
 from numba import cuda
 
 from module0.module import Parameter
-from module0.optim import SGD, Adam, Optimizer
+from module0.optim import Optimizer
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_data import TensorData
-from module1.tensor_ops import SimpleBackend, TensorBackend
+from module1.tensor_ops import TensorBackend
 from module3.cuda_ops import CudaTensorBackend
 from module3.cuda_optim import CudaAdam, CudaSGD, adam_kernel, sgd_kernel
 from project import train
@@ -80,63 +80,96 @@ def gradient(rng: np.random.Generator, shape: Shape) -> np.ndarray:
     return np.where(rng.random(shape) < 0.1, 0.0, g)
 
 
+class NumpyOptimizer:
+    """Stage 0's ``Adam`` (``betas`` given) or ``SGD`` (``momentum``), in NumPy, with
+    its state per parameter: a parameter without a gradient is skipped, and Adam counts
+    its steps per parameter."""
+
+    def __init__(
+        self,
+        n: int,
+        lr: float,
+        betas: tuple[float, float] | None = None,
+        eps: float = 1e-8,
+        momentum: float = 0.0,
+    ) -> None:
+        self.lr, self.betas, self.eps, self.momentum = lr, betas, eps, momentum
+        self.steps = [0] * n
+        self.first_moment: list[np.ndarray | None] = [None] * n
+        self.second_moment: list[np.ndarray | None] = [None] * n
+        self.velocity: list[np.ndarray | None] = [None] * n
+
+    def update(self, i: int, p: np.ndarray, g: np.ndarray | None) -> np.ndarray:
+        """Parameter ``i``'s new value after one step from ``p`` with gradient ``g``."""
+        if g is None:
+            return p
+        if self.betas is None:
+            if self.momentum:
+                v = self.velocity[i]
+                g = g if v is None else self.momentum * v + g
+                self.velocity[i] = g
+            return p - self.lr * g
+        beta1, beta2 = self.betas
+        self.steps[i] += 1
+        t = self.steps[i]
+        m_before, v_before = self.first_moment[i], self.second_moment[i]
+        m = (1.0 - beta1) * g + (0.0 if m_before is None else beta1 * m_before)
+        v = (1.0 - beta2) * g * g + (0.0 if v_before is None else beta2 * v_before)
+        self.first_moment[i], self.second_moment[i] = m, v
+        return p - self.lr * (m / (1.0 - beta1**t)) / (np.sqrt(v / (1.0 - beta2**t)) + self.eps)
+
+
 def run_both(
-    make_reference: Any,
+    reference: NumpyOptimizer,
     make_cuda: Any,
     specs: list[tuple[Shape, Layout, Layout, bool]],
     steps: int,
     seed: int,
-) -> tuple[Optimizer, Optimizer]:
-    """Stage 0's optimizer on SimpleBackend tensors and the fused one on CUDA-backend
-    tensors, from the same values and gradients, compared after every step."""
+) -> Optimizer:
+    """The fused optimizer on CUDA-backend tensors and the NumPy one on arrays, from the
+    same values and gradients, compared after every step; returns the fused one."""
     rng = np.random.default_rng(seed)
     values = [rng.normal(size=shape) for shape, _, _, _ in specs]
-    ref_params = [
-        Parameter(make(x, layout, SimpleBackend, False), f"p{i}")
-        for i, (x, (_, layout, _, _)) in enumerate(zip(values, specs, strict=True))
-    ]
     gpu_params = [
         Parameter(make(x, layout, CudaTensorBackend, on_device), f"p{i}")
         for i, (x, (_, layout, _, on_device)) in enumerate(zip(values, specs, strict=True))
     ]
-    reference, fused = make_reference(ref_params), make_cuda(gpu_params)
+    fused = make_cuda(gpu_params)
     for step in range(steps):
-        for (shape, _, grad_layout, on_device), a, b in zip(
-            specs, ref_params, gpu_params, strict=True
+        for i, ((shape, _, grad_layout, on_device), b) in enumerate(
+            zip(specs, gpu_params, strict=True)
         ):
             if rng.random() < 0.2:  # no gradient this step: the parameter is skipped
-                a.value.grad = b.value.grad = None
+                b.value.grad = None
+                values[i] = reference.update(i, values[i], None)
                 continue
             g = gradient(rng, shape)
-            a.value.grad = make(g, grad_layout, SimpleBackend, False)
             b.value.grad = make(g, grad_layout, CudaTensorBackend, not on_device)
-        reference.step()
+            values[i] = reference.update(i, values[i], g)
         fused.step()
-        for i, (a, b) in enumerate(zip(ref_params, gpu_params, strict=True)):
-            want = exact_tensor(a.value, f"stage-0 parameter {i}")
+        for i, (want, b) in enumerate(zip(values, gpu_params, strict=True)):
             got = exact_tensor(b.value, f"parameter {i} after step {step + 1}")
             assert got.shape == want.shape
             np.testing.assert_allclose(
                 got, want, rtol=RTOL, atol=ATOL, err_msg=f"parameter {i} after step {step + 1}"
             )
-    return reference, fused
+    return fused
 
 
-def check_state(name: str, got: Any, want: Any, shape: Shape) -> None:
-    """A fused optimizer's per-parameter device state against stage 0's Tensor state (or
-    its initial value when the parameter never had a gradient)."""
-    if not isinstance(want, Tensor):
+def check_state(name: str, got: Any, want: np.ndarray | None, shape: Shape) -> None:
+    """A fused optimizer's per-parameter device state against the NumPy optimizer's (None
+    when the parameter never had a gradient, or SGD has no momentum)."""
+    if want is None:
         assert got is None, name
         return
     size = int(np.prod(shape))
     np.testing.assert_allclose(
-        host(got, size).reshape(shape), exact_tensor(want, name), rtol=RTOL, atol=ATOL,
-        err_msg=name,
-    )  # fmt: skip
+        host(got, size).reshape(shape), want, rtol=RTOL, atol=ATOL, err_msg=name
+    )
 
 
 # =========================================================================================
-# The optimizers against stage 0's
+# The optimizers against NumPy
 # =========================================================================================
 
 
@@ -151,7 +184,7 @@ def check_state(name: str, got: Any, want: Any, shape: Shape) -> None:
     st.integers(1, 3),
     st.integers(0, 2**32 - 1),
 )
-def test_cuda_adam_matches_stage0_adam(
+def test_cuda_adam_matches_numpy_adam(
     specs: list[tuple[Shape, Layout, Layout, bool]],
     lr: float,
     beta1: float,
@@ -161,14 +194,11 @@ def test_cuda_adam_matches_stage0_adam(
     seed: int,
 ) -> None:
     betas = (beta1, beta2)
-    reference, fused = run_both(
-        lambda ps: Adam(ps, lr=lr, betas=betas, eps=eps),
-        lambda ps: CudaAdam(ps, lr=lr, betas=betas, eps=eps),
-        specs,
-        steps,
-        seed,
+    reference = NumpyOptimizer(len(specs), lr, betas=betas, eps=eps)
+    fused = run_both(
+        reference, lambda ps: CudaAdam(ps, lr=lr, betas=betas, eps=eps), specs, steps, seed
     )
-    assert isinstance(reference, Adam) and isinstance(fused, CudaAdam)
+    assert isinstance(fused, CudaAdam)
     assert fused.steps == reference.steps
     for i, (shape, _, _, _) in enumerate(specs):
         check_state(f"m of parameter {i}", fused.first_moment[i], reference.first_moment[i], shape)
@@ -186,79 +216,86 @@ def test_cuda_adam_matches_stage0_adam(
     st.integers(1, 3),
     st.integers(0, 2**32 - 1),
 )
-def test_cuda_sgd_matches_stage0_sgd(
+def test_cuda_sgd_matches_numpy_sgd(
     specs: list[tuple[Shape, Layout, Layout, bool]],
     lr: float,
     momentum: float,
     steps: int,
     seed: int,
 ) -> None:
-    reference, fused = run_both(
-        lambda ps: SGD(ps, lr=lr, momentum=momentum),
-        lambda ps: CudaSGD(ps, lr=lr, momentum=momentum),
-        specs,
-        steps,
-        seed,
+    reference = NumpyOptimizer(len(specs), lr, momentum=momentum)
+    fused = run_both(
+        reference, lambda ps: CudaSGD(ps, lr=lr, momentum=momentum), specs, steps, seed
     )
-    assert isinstance(reference, SGD) and isinstance(fused, CudaSGD)
+    assert isinstance(fused, CudaSGD)
     for i, (shape, _, _, _) in enumerate(specs):
         check_state(f"velocity of parameter {i}", fused.velocity[i], reference.velocity[i], shape)
 
 
 OPTIMIZERS = [
-    pytest.param(lambda ps: SGD(ps, lr=0.5), lambda ps: CudaSGD(ps, lr=0.5), id="sgd"),
-    pytest.param(lambda ps: SGD(ps, lr=0.5, momentum=0.5),
+    pytest.param(lambda n: NumpyOptimizer(n, 0.5), lambda ps: CudaSGD(ps, lr=0.5), id="sgd"),
+    pytest.param(lambda n: NumpyOptimizer(n, 0.5, momentum=0.5),
                  lambda ps: CudaSGD(ps, lr=0.5, momentum=0.5), id="sgd-momentum"),
-    pytest.param(lambda ps: Adam(ps, lr=0.5), lambda ps: CudaAdam(ps, lr=0.5), id="adam"),
+    pytest.param(lambda n: NumpyOptimizer(n, 0.5, betas=(0.9, 0.999)),
+                 lambda ps: CudaAdam(ps, lr=0.5), id="adam"),
 ]  # fmt: skip
 
 
 @graded
 @pytest.mark.parametrize(("make_reference", "make_cuda"), OPTIMIZERS)
-def test_views_and_shared_storage_give_stage0_values(make_reference: Any, make_cuda: Any) -> None:
+def test_views_and_shared_storage_end_as_stage0_leaves_them(
+    make_reference: Any, make_cuda: Any
+) -> None:
     """A contiguous parameter on the device is updated in its own storage; one on the
     host moves to the device; a transposed one, two parameters on one device storage
     (and a third, without a gradient), and one tensor in two parameters end as stage
-    0's optimizer leaves them (it gives every parameter a new storage per step)."""
+    0's optimizers leave them: they give every parameter a new storage per step, so
+    tensors that shared a storage are updated independently, and a tensor held by two
+    parameters is updated twice (with the gradient set last). The NumPy reference
+    models exactly that."""
 
-    def parameters(backend: TensorBackend) -> tuple[list[Parameter], list[Tensor]]:
-        def new(values: np.ndarray) -> Tensor:
-            t = from_numpy(values, backend)
-            if backend is CudaTensorBackend:
-                t._tensor = TensorData(cuda.to_device(values.reshape(-1)), values.shape)
-            return t
+    def new(values: np.ndarray) -> Tensor:
+        t = from_numpy(values, CudaTensorBackend)
+        strides = tuple(s // 8 for s in values.strides)  # row-major, as NumPy gives it
+        t._tensor = TensorData(cuda.to_device(values.reshape(-1)), values.shape, strides)
+        return t
 
-        own = new(np.arange(6.0).reshape(2, 3))
-        on_host = from_numpy(np.arange(5.0) - 2.0, backend)
-        shared = new(np.arange(4.0))
-        alias = Tensor(shared._tensor, backend=backend)  # the same storage
-        frozen = Tensor(shared._tensor, backend=backend)  # the same, and no gradient
-        transposed = new(np.arange(6.0).reshape(3, 2)).transpose()
-        twice = new(np.arange(3.0))
-        tensors = [own, on_host, shared, alias, frozen, transposed, twice, twice]
-        return [Parameter(t) for t in tensors], tensors
+    own = new(np.arange(6.0).reshape(2, 3))
+    on_host = from_numpy(np.arange(5.0) - 2.0, CudaTensorBackend)
+    shared = new(np.arange(4.0))
+    alias = Tensor(shared._tensor, backend=CudaTensorBackend)  # the same storage
+    frozen = Tensor(shared._tensor, backend=CudaTensorBackend)  # the same, and no gradient
+    transposed = new(np.arange(6.0).reshape(3, 2)).transpose()
+    twice = new(np.arange(3.0))
+    tensors = [own, on_host, shared, alias, frozen, transposed, twice, twice]
+    params = [Parameter(t) for t in tensors]
+    storage = own._tensor._storage
+    optimizer = make_cuda(params)
 
-    results = []
-    for backend, make_optimizer in (
-        (SimpleBackend, make_reference),
-        (CudaTensorBackend, make_cuda),
-    ):
-        params, tensors = parameters(backend)
-        storage = tensors[0]._tensor._storage
-        optimizer = make_optimizer(params)
-        for step in range(2):
-            for i, p in enumerate(params):
-                has_grad = p.value is not tensors[4]
-                g = np.full(p.value.shape, 1.0 + step) * (1.0 + i)
-                p.value.grad = from_numpy(g, backend) if has_grad else None
-            optimizer.step()
-        if backend is CudaTensorBackend:
-            assert type(optimizer) in (CudaSGD, CudaAdam)
-            assert tensors[0]._tensor._storage is storage  # updated in place
-        results.append([exact_tensor(t, f"tensor {i}") for i, t in enumerate(tensors)])
-    for i, (want, got) in enumerate(zip(*results, strict=True)):
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"tensor {i}")
-    np.testing.assert_array_equal(results[1][4], np.arange(4.0))  # no gradient: untouched
+    # The reference: one array per distinct tensor; parameters 6 and 7 share one.
+    arrays = [
+        np.arange(6.0).reshape(2, 3), np.arange(5.0) - 2.0, np.arange(4.0), np.arange(4.0),
+        np.arange(4.0), np.arange(6.0).reshape(3, 2).T, np.arange(3.0),
+    ]  # fmt: skip
+    holds = [0, 1, 2, 3, 4, 5, 6, 6]
+    reference = make_reference(len(params))
+    for step in range(2):
+        grads: dict[int, np.ndarray | None] = {}
+        for i, p in enumerate(params):
+            g = None if i == 4 else np.full(p.value.shape, 1.0 + step) * (1.0 + i)
+            p.value.grad = None if g is None else from_numpy(g, CudaTensorBackend)
+            grads[holds[i]] = g  # a tensor in two parameters keeps the gradient set last
+        optimizer.step()
+        for i, k in enumerate(holds):
+            arrays[k] = reference.update(i, arrays[k], grads[k])
+    assert type(optimizer) in (CudaSGD, CudaAdam)
+    assert own._tensor._storage is storage  # updated in place
+    for i, t in enumerate(tensors):
+        got = exact_tensor(t, f"tensor {i}")
+        np.testing.assert_allclose(
+            got, arrays[holds[i]], rtol=RTOL, atol=ATOL, err_msg=f"tensor {i}"
+        )
+    np.testing.assert_array_equal(exact_tensor(frozen, "frozen"), np.arange(4.0))
 
 
 # =========================================================================================
