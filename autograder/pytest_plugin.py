@@ -91,6 +91,24 @@ def use_cuda_simulator_without_gpu() -> None:
 use_cuda_simulator_without_gpu()
 
 
+def quiet_idle_threads() -> None:
+    """Settings Numba reads when it starts its thread pool, so made at import, before
+    any kernel runs (an environment that already chose keeps its choice).
+
+    ``OMP_WAIT_POLICY=PASSIVE``: idle OpenMP threads sleep instead of spinning between
+    parallel loops. A spinning thread's CPU time would count as work in the suite's
+    parallelism check (``tests/parallel.py``: a kernel with one trivial ``prange`` and
+    serial work would pass), and on a machine busier than its cores a spinning pool
+    slowed stage 4's training tests 10-30 times. ``NUMBA_NUM_THREADS=2`` on a one-core
+    machine, so the parallel kernels still have two threads to spread over."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if (os.cpu_count() or 1) < 2:
+        os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+
+
+quiet_idle_threads()
+
+
 def register_markers(config: pytest.Config) -> None:
     """Register one marker per registry task (``task0_4: Task 0.4 (...)``)."""
     for task in TASKS:

@@ -28,13 +28,12 @@ naming the task, file and test when any check does not hold:
 
 from __future__ import annotations
 
-import io
+import ast
 import os
 import shutil
 import site
 import subprocess
 import sys
-import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,29 +165,74 @@ def _check_no_solution_left(root: Path, report: ReleaseReport) -> None:
     _check_omitted_names_unused(root, report)
 
 
+def _omitted_uses(
+    tree: ast.Module, module: str, here: str, omitted: set[str]
+) -> list[tuple[int, str]]:
+    """Where the code of ``tree`` (the module ``here``) uses a name that ``module``'s
+    omit regions define: a global of its own module, an import from it, or an
+    attribute of it. Local variables and parameters of the same name do not count."""
+    found: list[tuple[int, str]] = []
+    aliases = set()  # names bound to ``module`` itself
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == module:
+            found += [(node.lineno, a.name) for a in node.names if a.name in omitted]
+        elif isinstance(node, ast.ImportFrom) and f"{node.module}.{node.names[0].name}" == module:
+            aliases.add(node.names[0].asname or node.names[0].name)
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names if a.name == module and a.asname}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute) and node.attr in omitted
+            and isinstance(node.value, ast.Name) and node.value.id in aliases
+        ):  # fmt: skip
+            found.append((node.lineno, node.attr))
+    if here != module:
+        return found
+
+    def visit(node: ast.AST, local: set[str]) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            args = node.args
+            names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+            names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+            names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                      and isinstance(n.ctx, ast.Store)}  # fmt: skip
+            local = local | names
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in omitted and node.id not in local:
+                found.append((node.lineno, node.id))
+        for child in ast.iter_child_nodes(node):
+            visit(child, local)
+
+    visit(tree, set())
+    return found
+
+
 def _check_omitted_names_unused(root: Path, report: ReleaseReport) -> None:
     """Given code must not use what an ``omit`` region defined: the handout lacks it."""
-    omitted: dict[str, str] = {}
+    by_module: dict[str, dict[str, str]] = {}
     for path in report.files_stubbed:
         text = (root / path).read_text(encoding="utf-8")
+        module = path.removesuffix(".py").replace("/", ".")
         for name, region in omitted_names(text, path).items():
-            omitted[name] = f"{path}:{region.begin} (task {region.task_id})"
-    if not omitted:
+            by_module.setdefault(module, {})[name] = (
+                f"{path}:{region.begin} (task {region.task_id})"
+            )
+    if not by_module:
         return
     for rel in repo_files(report.out_dir):
         if rel.suffix != ".py" or rel.parts[0] == "tests":
             continue
         source = (report.out_dir / rel).read_text(encoding="utf-8")
         try:
-            tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-        except (tokenize.TokenError, SyntaxError) as exc:
-            raise ReleaseError(f"handout {rel} does not tokenize: {exc}") from exc
-        for token in tokens:
-            if token.type == tokenize.NAME and token.string in omitted:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            raise ReleaseError(f"handout {rel} does not parse: {exc}") from exc
+        here = rel.with_suffix("").as_posix().replace("/", ".")
+        for module, omitted in by_module.items():
+            for line, name in _omitted_uses(tree, module, here, set(omitted)):
                 raise ReleaseError(
-                    f"handout {rel}:{token.start[0]} uses {token.string}, which the "
-                    f"reference defines in an omit region at {omitted[token.string]}: "
-                    "the handout does not have it"
+                    f"handout {rel}:{line} uses {name}, which the reference defines in an "
+                    f"omit region at {omitted[name]}: the handout does not have it"
                 )
 
 

@@ -5,56 +5,83 @@ flipped), inputs ``(batch, channels, width)`` / ``(batch, channels, height, widt
 weights ``(out_channels, in_channels, kernel...)``, zero padding, output size
 ``(n + 2 * padding - kernel) // stride + 1`` per spatial dimension, no bias.
 
-How the kernels work: a convolution is a matrix product in disguise. Write the kernel
-as *taps*, one per ``(in_channel, kernel offset)``; output channel ``o`` is
-``sum_tap weight[o, tap] * shifted(input, tap)``, where ``shifted(input, tap)`` is the
-input the tap sees at every output position. The unfold functions lay those shifted
-inputs out so that each tap's is one contiguous run of memory (``offsets[tap]``), and
-three given loops do the arithmetic on runs:
+Each task is three Numba kernels: the forward pass, the gradient for the input and the
+gradient for the weight. They take C-contiguous float64 NumPy arrays of their natural
+rank and write every entry of a preallocated output (from ``np.empty``); the given
+``Conv1dFun`` / ``Conv2dFun`` make those arrays from the tensors and wrap the results.
 
-* :func:`correlate_taps`: ``out[o] = sum_t taps[o, t] * run(t)`` (forward);
-* :func:`spread_taps`: ``run_grad(t) += sum_o taps[t, o] * grad[o]`` (gradient of the
-  runs, which fold then adds back onto the input: backward for the input);
-* :func:`accumulate_taps`: ``acc[o, t] += dot(grad[o], run(t))`` (backward for the
-  weight).
-
-Copying the input once per *tap* (im2col) would cost ``kernel_size`` times the input's
-memory; here the unfold copies it only once per *column* offset of the kernel (``kw``):
-along a row of the output, tap ``(c, kh, kw)`` reads rows ``kh`` apart of the same
-copy, so every kernel row shares one copy. A stride along the height is folded in by
-splitting rows by ``row % stride`` (see :func:`unfold_2d`), so every run stays
-contiguous for any stride and padding.
-
-Kernels are module-level ``njit(parallel=..., cache=True)`` functions (cached on disk;
-see module2's notes) on C-contiguous float64 arrays of their natural rank. Each works
-image by image in parallel: images are independent for the forward pass and the input
-gradient; the weight gradient sums over images, so each chunk of images sums into its
-own partial result and the chunks are added at the end (no two threads write one
-place). Under :data:`PARALLEL_MIN` multiply-adds they run on the calling thread.
+The kernels are module-level ``njit(parallel=PARALLEL, cache=True)`` functions (cached
+on disk; see module2's notes), so a loop written with ``prange`` runs on all of
+Numba's threads. Images are independent in the forward pass and in the input's
+gradient; the weight's gradient sums over the images, so it needs a parallel loop
+whose iterations never add into the same entries (over output channels, say). A plain
+loop nest with a ``prange`` over outputs earns full marks; ``module4/README.md``
+describes how the reference goes faster (an ungraded suggestion).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit, prange
+from numba.core.cpu_options import ParallelOptions
 
 from module0.autodiff import Context
 from module1.tensor import Tensor
 from module1.tensor_data import ShapeError, TensorData, is_device_array
 from module1.tensor_functions import BackendError, Function
-from module2 import cache
-from module2.fast_matmul import micro_kernel
 
 if TYPE_CHECKING:
     from module1.tensor_ops import TensorBackend
+
+# BEGIN SOLUTION 4.1 omit
+from pathlib import Path
+
+from module2 import cache
+from module2.fast_matmul import micro_kernel
 
 cache.WATCHED[str(Path(__file__).resolve())] = (Path(cache.__file__).parent / "fast_matmul.py",)
 """The weight-gradient kernels inline task 2.3's micro-kernel: an edit to
 ``module2/fast_matmul.py`` must recompile them, not load them from Numba's cache (see
 :mod:`module2.cache`). Registered before any kernel here is decorated."""
+# END SOLUTION
+
+PARALLEL: Any = ParallelOptions({
+    "prange": True,
+    "comprehension": False, "reduction": False, "inplace_binop": False, "setitem": False,
+    "numpy": False, "stencil": False, "fusion": False,
+})  # fmt: skip
+"""``njit``'s ``parallel`` option for the kernels: only their ``prange`` loops run in
+parallel. With ``parallel=True`` Numba also turns every ``np.zeros`` and array
+expression of the set-up into a parallel loop of its own: more to compile (about
+0.7 s per kernel) and a wake-up of the thread pool for a few hundred entries.
+
+An options object, not the plain dict it is made from: Numba reads such a dict with
+``dict.pop``, so one dict shared by several kernels is emptied by the first kernel that
+compiles, and the others then get every parallel transformation (``parallel=True``)."""
+
+
+# BEGIN SOLUTION 4.1 omit
+# ## The reference's own helpers (not in the handout: the tasks grade the kernels only)
+#
+# A convolution is a matrix product in disguise. Write the kernel as *taps*, one per
+# (in_channel, kernel offset); output channel o is sum_tap weight[o, tap] *
+# shifted(input, tap), where shifted(input, tap) is the input the tap sees at every
+# output position. The unfold functions lay those shifted inputs out so that each tap's
+# is one contiguous run of memory (offsets[tap]), and three loops do the arithmetic on
+# runs: correlate_taps (forward), spread_taps (the runs' gradient, which fold adds back
+# onto the input) and accumulate_taps (the weight's gradient).
+#
+# Copying the input once per tap (im2col) would cost kernel_size times the input's
+# memory; the unfold copies it once per *column* offset of the kernel (kw): along a row
+# of the output, tap (c, kh, kw) reads rows kh apart of the same copy, so every kernel
+# row shares one copy. A stride along the height is folded in by splitting rows by
+# row % stride (see unfold_2d), so every run stays contiguous for any stride and
+# padding. Each kernel works image by image in parallel; the weight gradient's chunks of
+# images sum into their own partial results, added at the end. Under PARALLEL_MIN
+# multiply-adds a kernel runs on the calling thread. Task 4.2's reference uses these
+# helpers too (both tasks' regions are always released together).
 
 FASTMATH = {"contract", "reassoc"}
 """Fuse multiply-adds and regroup sums, which lets LLVM vectorize the loops."""
@@ -63,22 +90,12 @@ PARALLEL_MIN = 1 << 16
 """Multiply-adds below which a kernel runs on the calling thread: starting the thread
 pool costs more than that much work (tests and tiny layers are mostly such calls)."""
 
-PARALLEL: Any = {
-    "prange": True,
-    "comprehension": False, "reduction": False, "inplace_binop": False, "setitem": False,
-    "numpy": False, "stencil": False, "fusion": False,
-}  # fmt: skip
-"""``njit``'s ``parallel`` option for the kernels: only their ``prange`` loops run in
-parallel. With ``parallel=True`` Numba also turns every ``np.zeros`` and array
-expression of the set-up into a parallel loop of its own: more to compile (about
-0.7 s per kernel) and a wake-up of the thread pool for a few hundred entries."""
-
 WEIGHT_CHUNKS = 16
 """Partial sums of a weight gradient: the batch is cut into at most this many chunks,
 one parallel job each. A constant, so the result does not depend on the thread count."""
 
 
-# ## Given: the arithmetic on runs (vectorized loops the kernels call)
+# Vectorized loops on runs
 
 
 @njit(inline="always", fastmath=FASTMATH)
@@ -193,15 +210,18 @@ def valid_range(k: int, padding: int, stride: int, n: int, n_out: int) -> tuple[
     return lo, max(lo, hi)
 
 
+# END SOLUTION
+
+
 # ## Task 4.1: conv1d
 
 
+# BEGIN SOLUTION 4.1 omit
 @njit
 def unfold_1d(cols: Any, image: Any, stride: int, padding: int) -> None:
     """``cols[k, c, x] = image[c, x * stride + k - padding]``, zero where that falls in
     the padding, for ``cols`` ``(K, C, W_out)`` and ``image`` ``(C, W)``: the input tap
     ``(c, k)`` sees at every output position is the run ``cols[k, c, :]``."""
-    # BEGIN SOLUTION 4.1
     kernel, channels, n_out = cols.shape
     width = image.shape[1]
     flat = cols.reshape(-1)
@@ -217,15 +237,17 @@ def unfold_1d(cols: Any, image: Any, stride: int, padding: int) -> None:
             for x in range(hi, n_out):
                 flat[pos + x] = 0.0
             pos += n_out
-    # END SOLUTION
 
 
+# END SOLUTION
+
+
+# BEGIN SOLUTION 4.1 omit
 @njit
 def fold_1d(image_grad: Any, cols_grad: Any, stride: int, padding: int) -> None:
     """The gradient of :func:`unfold_1d`: ``image_grad[c, i]`` (every entry written) is
     the sum of the entries of ``cols_grad`` that copied ``image[c, i]``. ``cols_grad``
     may have more channels than ``image_grad``; the extra ones are ignored."""
-    # BEGIN SOLUTION 4.1
     channels, width = image_grad.shape
     kernel, n_out = cols_grad.shape[0], cols_grad.shape[2]
     for c in range(channels):
@@ -237,7 +259,9 @@ def fold_1d(image_grad: Any, cols_grad: Any, stride: int, padding: int) -> None:
             dst, run = image_grad[c], cols_grad[k, c]
             for x in range(lo, hi):
                 dst[x * stride + k - padding] += run[x]
-    # END SOLUTION
+
+
+# END SOLUTION
 
 
 @njit(parallel=PARALLEL, cache=True)
@@ -267,17 +291,19 @@ def conv1d_forward(out: Any, input: Any, weight: Any, stride: int, padding: int)
     # END SOLUTION
 
 
+# BEGIN SOLUTION 4.1 omit
 @njit
 def conv1d_forward_image(
     out: Any, image: Any, kernel: int, offsets: Any, taps: Any, stride: int, padding: int
 ) -> None:
     """One image of :func:`conv1d_forward` (``out`` ``(C_out, W_out)``, ``image``
     ``(C_in, W)``): unfold it, then :func:`correlate_taps`."""
-    # BEGIN SOLUTION 4.1
     cols = np.empty((kernel, image.shape[0], out.shape[1]))
     unfold_1d(cols, image, stride, padding)
     correlate_taps(out, cols.reshape(-1), offsets, taps)
-    # END SOLUTION
+
+
+# END SOLUTION
 
 
 @njit(parallel=PARALLEL, cache=True)
@@ -315,6 +341,7 @@ def conv1d_backward_input(
     # END SOLUTION
 
 
+# BEGIN SOLUTION 4.1 omit
 @njit
 def conv1d_backward_input_image(
     image_grad: Any, grad: Any, kernel: int, planes: int, offsets: Any, taps: Any,
@@ -323,7 +350,6 @@ def conv1d_backward_input_image(
     """One image of :func:`conv1d_backward_input` (``image_grad`` ``(C_in, W)``,
     ``grad`` ``(C_out, W_out)``): :func:`spread_taps` into the gradient of the unfolded
     image (``planes`` channels), then :func:`fold_1d` it back."""
-    # BEGIN SOLUTION 4.1
     out_channels, n_out = grad.shape
     rows = np.zeros((taps.shape[1], n_out))
     for o in range(out_channels):
@@ -332,7 +358,9 @@ def conv1d_backward_input_image(
     cols_grad = np.zeros((kernel, planes, n_out))
     spread_taps(cols_grad.reshape(-1), offsets, taps, rows)
     fold_1d(image_grad, cols_grad, stride, padding)
-    # END SOLUTION
+
+
+# END SOLUTION
 
 
 @njit(parallel=PARALLEL, cache=True)
@@ -367,6 +395,7 @@ def conv1d_backward_weight(
     # END SOLUTION
 
 
+# BEGIN SOLUTION 4.1 omit
 @njit
 def conv1d_weight_chunk(
     acc: Any, input: Any, grad_out: Any, lo: int, hi: int, kernel: int, offsets: Any,
@@ -374,7 +403,6 @@ def conv1d_weight_chunk(
 ) -> None:  # fmt: skip
     """Images ``lo:hi`` of :func:`conv1d_backward_weight`: add each one's
     :func:`accumulate_taps` to ``acc`` (``(C_out rounded up to 4, taps rounded up to 4)``)."""
-    # BEGIN SOLUTION 4.1
     out_channels, n_out = grad_out.shape[1], grad_out.shape[2]
     cols = np.empty((kernel, input.shape[1], n_out))
     rows = np.zeros((acc.shape[0], n_out))
@@ -384,12 +412,15 @@ def conv1d_weight_chunk(
             for x in range(n_out):
                 rows[o, x] = grad_out[b, o, x]
         accumulate_taps(acc, rows, cols.reshape(-1), offsets)
-    # END SOLUTION
+
+
+# END SOLUTION
 
 
 # ## Task 4.2: conv2d
 
 
+# BEGIN SOLUTION 4.2 omit
 @njit
 def unfold_2d(cols: Any, image: Any, stride_h: int, stride_w: int, pad_h: int, pad_w: int) -> None:
     """``cols[kw, c, a, i, x] = image[c, i * stride_h + a - pad_h, x * stride_w + kw -
@@ -398,7 +429,6 @@ def unfold_2d(cols: Any, image: Any, stride_h: int, stride_w: int, pad_h: int, p
     remainder ``a`` modulo ``stride_h``, so tap ``(c, kh, kw)`` sees, at output rows
     ``0, 1, 2, ...``, rows ``kh // stride_h + 0, 1, 2, ...`` of ``cols[kw, c, kh %
     stride_h]``: one contiguous run of ``H_out * W_out`` entries."""
-    # BEGIN SOLUTION 4.2
     kernel_w, channels, phases, rows, n_out = cols.shape
     height, width = image.shape[1], image.shape[2]
     flat = cols.reshape(-1)
@@ -421,9 +451,12 @@ def unfold_2d(cols: Any, image: Any, stride_h: int, stride_w: int, pad_h: int, p
                         for x in range(hi, n_out):
                             flat[pos + x] = 0.0
                     pos += n_out
-    # END SOLUTION
 
 
+# END SOLUTION
+
+
+# BEGIN SOLUTION 4.2 omit
 @njit
 def fold_2d(
     image_grad: Any, cols_grad: Any, stride_h: int, stride_w: int, pad_h: int, pad_w: int
@@ -432,7 +465,6 @@ def fold_2d(
     is the sum of the entries of ``cols_grad`` that copied ``image[c, r, s]``.
     ``cols_grad`` may have more channels than ``image_grad``; the extra ones are
     ignored."""
-    # BEGIN SOLUTION 4.2
     channels, height, width = image_grad.shape
     kernel_w, _, phases, rows, n_out = cols_grad.shape
     flat = image_grad.reshape(-1)
@@ -448,7 +480,9 @@ def fold_2d(
                         dst, run = image_grad[c, r], cols_grad[kw, c, a, i]
                         for x in range(lo, hi):
                             dst[x * stride_w + kw - pad_w] += run[x]
-    # END SOLUTION
+
+
+# END SOLUTION
 
 
 @njit(parallel=PARALLEL, cache=True)
@@ -489,6 +523,7 @@ def conv2d_forward(
     # END SOLUTION
 
 
+# BEGIN SOLUTION 4.2 omit
 @njit
 def conv2d_forward_image(
     out: Any, image: Any, kernel_w: int, rows: int, offsets: Any, taps: Any,
@@ -496,12 +531,13 @@ def conv2d_forward_image(
 ) -> None:  # fmt: skip
     """One image of :func:`conv2d_forward` (``out`` ``(C_out, H_out, W_out)``,
     ``image`` ``(C_in, H, W)``): unfold it, then :func:`correlate_taps`."""
-    # BEGIN SOLUTION 4.2
     out_channels, out_h, out_w = out.shape
     cols = np.empty((kernel_w, image.shape[0], stride_h, rows, out_w))
     unfold_2d(cols, image, stride_h, stride_w, pad_h, pad_w)
     correlate_taps(out.reshape(out_channels, out_h * out_w), cols.reshape(-1), offsets, taps)
-    # END SOLUTION
+
+
+# END SOLUTION
 
 
 @njit(parallel=PARALLEL, cache=True)
@@ -549,6 +585,7 @@ def conv2d_backward_input(
     # END SOLUTION
 
 
+# BEGIN SOLUTION 4.2 omit
 @njit
 def conv2d_backward_input_image(
     image_grad: Any, grad: Any, kernel_w: int, planes: int, rows: int, offsets: Any,
@@ -557,7 +594,6 @@ def conv2d_backward_input_image(
     """One image of :func:`conv2d_backward_input` (``image_grad`` ``(C_in, H, W)``,
     ``grad`` ``(C_out, H_out, W_out)``): :func:`spread_taps` into the gradient of the
     unfolded image (``planes`` channels), then :func:`fold_2d` it back."""
-    # BEGIN SOLUTION 4.2
     out_channels, out_h, out_w = grad.shape
     grad_rows = np.zeros((taps.shape[1], out_h * out_w))
     for o in range(out_channels):
@@ -567,7 +603,9 @@ def conv2d_backward_input_image(
     cols_grad = np.zeros((kernel_w, planes, stride_h, rows, out_w))
     spread_taps(cols_grad.reshape(-1), offsets, taps, grad_rows)
     fold_2d(image_grad, cols_grad, stride_h, stride_w, pad_h, pad_w)
-    # END SOLUTION
+
+
+# END SOLUTION
 
 
 @njit(parallel=PARALLEL, cache=True)
@@ -611,6 +649,7 @@ def conv2d_backward_weight(
     # END SOLUTION
 
 
+# BEGIN SOLUTION 4.2 omit
 @njit
 def conv2d_weight_chunk(
     acc: Any, input: Any, grad_out: Any, lo: int, hi: int, kernel_w: int, rows: int,
@@ -618,7 +657,6 @@ def conv2d_weight_chunk(
 ) -> None:  # fmt: skip
     """Images ``lo:hi`` of :func:`conv2d_backward_weight`: add each one's
     :func:`accumulate_taps` to ``acc`` (``(C_out rounded up to 4, taps rounded up to 4)``)."""
-    # BEGIN SOLUTION 4.2
     out_channels, out_h, out_w = grad_out.shape[1], grad_out.shape[2], grad_out.shape[3]
     cols = np.empty((kernel_w, input.shape[1], stride_h, rows, out_w))
     grad_rows = np.zeros((acc.shape[0], out_h * out_w))
@@ -629,7 +667,9 @@ def conv2d_weight_chunk(
                 for x in range(out_w):
                     grad_rows[o, y * out_w + x] = grad_out[b, o, y, x]
         accumulate_taps(acc, grad_rows, cols.reshape(-1), offsets)
-    # END SOLUTION
+
+
+# END SOLUTION
 
 
 # ## Given: checks, Functions and the public conv1d / conv2d

@@ -9,13 +9,16 @@ Oracles, all computed with NumPy alone from the same inputs:
 * **gradients**: for every kernel offset, the strided slice of the padded input it
   reads gives its weight gradient, and its gradient is added back onto that slice for
   the input's gradient (explicitly the adjoint of the forward sum), plus central
-  differences (stage 1's ``grad_check``) on small cases.
+  differences (written here, on values read back with NumPy) on small cases.
 
 Hypothesis draws batch, channels, sizes, kernel sizes, stride and padding (small, so
 each example takes milliseconds), both CPU backends, and non-contiguous layouts of the
-input and the weight. Fixed larger cases reach the kernels' parallel path (above
-``PARALLEL_MIN``) and more images than ``WEIGHT_CHUNKS``. The kernels are also called
-directly with nan-filled outputs: every entry must be written. Results are read with
+input and the weight. Fixed larger cases (``LARGE``) have enough work for any parallel
+path and sizes that are multiples of no chunk or block: an odd batch above 16, channel
+and tap counts that are not multiples of 4, strides and paddings, so a dropped last
+chunk or block shows. The kernels are also called directly with nan-filled outputs:
+every entry must be written. Each kernel must really run in parallel
+(``tests/parallel.py``: per-thread CPU clocks, not timings). Results are read with
 ``exact_tensor`` (``tests/strict.py``). Error messages and the GPU check are ungraded.
 """
 
@@ -30,12 +33,13 @@ from hypothesis import strategies as st
 
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_data import ShapeError, TensorData
-from module1.tensor_functions import BackendError, grad_check
+from module1.tensor_functions import BackendError
 from module1.tensor_ops import SimpleBackend, TensorBackend
 from module2.fast_ops import FastTensorBackend
 from module4 import fast_conv
 from module4.fast_conv import conv1d, conv2d
 from tests.layouts import layouts, make
+from tests.parallel import assert_parallel
 from tests.strict import exact_tensor
 
 Array = np.ndarray
@@ -43,6 +47,12 @@ Ints = tuple[int, ...]
 
 BACKENDS = (SimpleBackend, FastTensorBackend)
 RTOL, ATOL = 1e-10, 1e-11
+EPS = 1e-6
+PARALLEL_WORK = 1 << 16
+"""Multiply-adds that a ``LARGE`` case's every kernel exceeds: the reference's
+``PARALLEL_MIN``, under which its kernels stay on the calling thread."""
+BATCH_CHUNKS = 16
+"""The reference's ``WEIGHT_CHUNKS``: ``LARGE`` batches exceed it and are no multiple."""
 
 
 # -- NumPy references --------------------------------------------------------------------
@@ -190,20 +200,76 @@ def check_kernels(case: Case) -> None:
         np.testing.assert_array_equal(a, b, err_msg=f"the kernels changed their {name}")
 
 
-def check_grad(case: Case, backend: TensorBackend) -> None:
-    """Central differences (``grad_check``) for the input and the weight."""
+def check_grad(case: Case, backend: TensorBackend, entries: int = 4) -> None:
+    """The gradients of ``sum(conv(x, w) * g)`` against central differences of the
+    forward pass at ``entries`` random entries of the input and of the weight (the
+    convolution is linear in each, so the differences are exact up to rounding)."""
     x = from_numpy(case.x, backend, requires_grad=True)
     w = from_numpy(case.w, backend, requires_grad=True)
-    grad_check(lambda a, b: run_conv(case, a, b), x, w, checks=4)
+    run_conv(case, x, w).backward(from_numpy(case.g, backend))
+    grads = (exact_tensor(x.grad, "input grad"), exact_tensor(w.grad, "weight grad"))
+
+    def loss(xv: Array, wv: Array) -> float:
+        y = exact_tensor(run_conv(case, from_numpy(xv, backend), from_numpy(wv, backend)))
+        return float(np.sum(y * case.g))
+
+    rng = np.random.default_rng(case.x.size)
+    for which, (name, grad) in enumerate(zip(("input", "weight"), grads, strict=True)):
+        values = (case.x, case.w)[which]
+        for flat in rng.choice(values.size, min(entries, values.size), replace=False):
+            index = np.unravel_index(flat, values.shape)
+            moved = []
+            for step in (EPS, -EPS):
+                args = [case.x.copy(), case.w.copy()]
+                args[which][index] += step
+                moved.append(loss(*args))
+            numeric = (moved[0] - moved[1]) / (2 * EPS)
+            assert abs(grad[index] - numeric) <= 1e-6 + 1e-5 * abs(numeric), (
+                f"{name} gradient of {case} at {index}: backward {grad[index]!r}, "
+                f"central difference {numeric!r}"
+            )
 
 
-def large_case(dims: int, padding: int) -> Case:
-    """Above PARALLEL_MIN multiply-adds and more images than WEIGHT_CHUNKS: the
-    kernels' parallel path and their per-chunk partial sums."""
-    assert fast_conv.WEIGHT_CHUNKS < 20
+LARGE = {
+    1: [
+        Case(19, 5, 7, (40,), (5,), (1,), (0,), 7),
+        Case(23, 5, 7, (41,), (5,), (1,), (2,), 8),
+        Case(21, 6, 5, (95,), (4,), (3,), (2,), 9),
+    ],
+    2: [
+        Case(19, 3, 6, (13, 12), (3, 4), (1, 1), (0, 0), 7),
+        Case(23, 3, 7, (13, 12), (3, 3), (1, 1), (2, 2), 8),
+        Case(21, 5, 6, (15, 14), (3, 2), (2, 3), (1, 0), 9),
+    ],
+}
+"""Enough work for the parallel path of every kernel; odd batches above
+``BATCH_CHUNKS``, channel and tap counts that are not multiples of 4, strides and
+paddings: a chunk, block or image that a parallel loop drops shows."""
+
+
+def large_id(case: Case) -> str:
+    return f"x{case.x.shape}-w{case.w.shape}-s{case.stride}-p{case.padding}".replace(" ", "")
+
+
+def parallel_check(dims: int, which: str) -> None:
+    """``assert_parallel`` on one kernel at a size where each call takes milliseconds."""
     if dims == 1:
-        return Case(20, 5, 7, (40,), (5,), (1,), (padding,), 7)
-    return Case(20, 3, 6, (13, 12), (3, 4), (1, 1), (padding, padding), 7)
+        case = Case(32, 32, 32, (128,), (5,), (1,), (2,), 3)
+        geometry: tuple[int, ...] = (1, 2)
+    else:
+        case = Case(32, 16, 16, (16, 16), (3, 3), (1, 1), (1, 1), 3)
+        geometry = (1, 1, 1, 1)
+    kernel = getattr(fast_conv, f"conv{dims}d_{which}")
+    x, w, g = case.x, case.w, case.g
+    if which == "forward":
+        out = np.empty(g.shape)
+        assert_parallel(lambda: kernel(out, x, w, *geometry), kernel.__name__, kernel)
+    elif which == "backward_input":
+        dx = np.empty(x.shape)
+        assert_parallel(lambda: kernel(dx, g, w, *geometry), kernel.__name__, kernel)
+    else:
+        dw = np.empty(w.shape)
+        assert_parallel(lambda: kernel(dw, x, g, *geometry), kernel.__name__, kernel)
 
 
 # =========================================================================================
@@ -238,11 +304,16 @@ def test_conv1d_gradients_match_central_differences(
 
 
 @pytest.mark.task4_1
-@pytest.mark.parametrize("padding", [0, 2])
-def test_conv1d_large_batch_parallel_path(padding: int) -> None:
-    case = large_case(1, padding)
+@pytest.mark.parametrize("case", LARGE[1], ids=large_id)
+def test_conv1d_large_batch_parallel_path(case: Case) -> None:
     check_kernels(case)
     check_forward_and_backward(case, FastTensorBackend, ((0, 1, 2), 1), ((0, 1, 2), 1), True)
+
+
+@pytest.mark.task4_1
+@pytest.mark.parametrize("which", ["forward", "backward_input", "backward_weight"])
+def test_conv1d_kernels_run_in_parallel(which: str) -> None:
+    parallel_check(1, which)
 
 
 @pytest.mark.task4_1
@@ -301,12 +372,17 @@ def test_conv2d_gradients_match_central_differences(
 
 
 @pytest.mark.task4_2
-@pytest.mark.parametrize("padding", [0, 2])
-def test_conv2d_large_batch_parallel_path(padding: int) -> None:
-    case = large_case(2, padding)
+@pytest.mark.parametrize("case", LARGE[2], ids=large_id)
+def test_conv2d_large_batch_parallel_path(case: Case) -> None:
     check_kernels(case)
     check_forward_and_backward(case, FastTensorBackend, ((0, 1, 2, 3), 1), ((0, 1, 2, 3), 1),
                                False)  # fmt: skip
+
+
+@pytest.mark.task4_2
+@pytest.mark.parametrize("which", ["forward", "backward_input", "backward_weight"])
+def test_conv2d_kernels_run_in_parallel(which: str) -> None:
+    parallel_check(2, which)
 
 
 @pytest.mark.task4_2
@@ -430,6 +506,29 @@ def test_mixed_backends_get_a_backend_error() -> None:
     w = from_numpy(np.zeros((3, 2, 2, 2)), FastTensorBackend)
     with pytest.raises(BackendError):
         conv2d(x, w)
+
+
+def work(case: Case) -> int:
+    """Multiply-adds of the forward pass (each gradient does as many)."""
+    return case.g.size * case.w[0].size
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_large_cases_cover_the_references_chunks_and_blocks(dims: int) -> None:
+    """The sizes above stay off every multiple the reference splits work by (checked
+    against its constants where this tree is the reference: a handout lacks them)."""
+    if hasattr(fast_conv, "correlate_taps"):  # the reference's own helpers
+        limits = (fast_conv.PARALLEL_MIN, fast_conv.WEIGHT_CHUNKS)
+        assert limits == (PARALLEL_WORK, BATCH_CHUNKS)
+    for case in LARGE[dims]:
+        batch, cin = case.x.shape[:2]
+        cout = case.w.shape[0]
+        assert work(case) > PARALLEL_WORK, case
+        assert batch > BATCH_CHUNKS and batch % BATCH_CHUNKS and batch % 2, case
+        assert cin % 4 and cout % 4, case
+    assert any(c.w[0].size % 4 for c in LARGE[dims])
+    assert any(max(c.stride) > 1 for c in LARGE[dims])
+    assert any(max(c.padding) > 0 for c in LARGE[dims])
 
 
 def test_output_size() -> None:

@@ -8,7 +8,8 @@ random constant ``w`` computed from values read back with ``exact_tensor``
 (``tests/strict.py``). Inputs are small Hypothesis shapes, on ``SimpleBackend`` and
 ``FastTensorBackend``, some of them non-contiguous views (``tests/layouts.py``). Max
 gradients are checked numerically only on distinct values (no ties, so no kink) and by
-their closed form (a one-hot at the first maximum) on values with ties.
+their closed form (a one-hot at the first maximum) on values with ties. The max-pooling
+kernels must really run in parallel (``tests/parallel.py``: per-thread CPU clocks).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from module1.tensor_ops import SimpleBackend, TensorBackend
 from module2.fast_ops import FastTensorBackend
 from module4 import nn
 from tests.layouts import layouts, make
+from tests.parallel import assert_parallel
 from tests.strict import exact_int, exact_tensor
 
 task4_3 = pytest.mark.task4_3
@@ -223,6 +225,20 @@ def test_maxpool2d_gradient_on_a_tie_goes_to_the_first_entry(backend: TensorBack
     want = np.zeros_like(x)
     want[:, :, ::2, ::3] = w
     np.testing.assert_array_equal(got, want)
+
+
+@task4_3
+def test_maxpool2d_kernels_run_in_parallel() -> None:
+    # 63 * 5 planes (no multiple of 2, 4 or 16) of 24 x 30, 3 x 2 windows.
+    x = np.random.default_rng(0).normal(size=(63, 5, 24, 30))
+    out = np.empty((63, 5, 8, 15))
+    where = np.empty(out.shape, dtype=np.int64)
+    forward, backward = nn.maxpool2d_forward, nn.maxpool2d_backward
+    assert_parallel(lambda: forward(out, where, x, 3, 2), "maxpool2d_forward", forward)
+    np.testing.assert_array_equal(out, x.reshape(63, 5, 8, 3, 15, 2).max(axis=(3, 5)))
+    grad = np.empty(x.shape)
+    assert_parallel(lambda: backward(grad, out, where, 3, 2), "maxpool2d_backward", backward)
+    assert np.count_nonzero(grad) == out.size  # one entry per window (x has no zeros)
 
 
 @task4_3
