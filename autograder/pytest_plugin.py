@@ -99,9 +99,12 @@ def quiet_idle_threads() -> None:
     parallel loops. A spinning thread's CPU time would count as work in the suite's
     parallelism check (``tests/parallel.py``: a kernel with one trivial ``prange`` and
     serial work would pass), and on a machine busier than its cores a spinning pool
-    slowed stage 4's training tests 10-30 times. ``NUMBA_NUM_THREADS=2`` on a one-core
+    slowed stage 4's training tests 10-30 times (measured: a serial ``gemm`` whose
+    buffers were zeroed by a parallel ``np.zeros`` looked 49% parallel with spinning
+    threads, 0-19% without). ``NUMBA_NUM_THREADS=2`` on a one-core
     machine, so the parallel kernels still have two threads to spread over."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ.setdefault("KMP_BLOCKTIME", "0")  # the same for Intel's OpenMP runtime
     if (os.cpu_count() or 1) < 2:
         os.environ.setdefault("NUMBA_NUM_THREADS", "2")
 
@@ -159,10 +162,21 @@ def is_stub_error(exc: BaseException | None) -> bool:
     return isinstance(exc, NotImplementedError) and bool(STUB_MESSAGE.match(str(exc)))
 
 
+def is_compile_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Numba refusing to compile a kernel (a typing or lowering
+    error): every further example would recompile the kernel and fail the same way,
+    1-2 s each, and shrinking would repeat that."""
+    return any(
+        cls.__name__ == "NumbaError" and cls.__module__.startswith("numba")
+        for cls in type(exc).__mro__
+    )
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
-    """End a Hypothesis test at the first stub it reaches (no more examples, no
-    shrinking). Idempotent: both the conftest and ``-p`` may load this hook."""
+    """End a Hypothesis test at the first stub it reaches, or the first kernel Numba
+    cannot compile (no more examples, no shrinking). Idempotent: both the conftest and
+    ``-p`` may load this hook."""
     handle: Any = getattr(getattr(item, "obj", None), "hypothesis", None)
     inner = getattr(handle, "inner_test", None)
     if inner is None or getattr(inner, "_minitorch_fast_fail", False):
@@ -173,8 +187,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     def fast_fail(*args: Any, **kwargs: Any) -> Any:
         try:
             return inner(*args, **kwargs)
-        except NotImplementedError as exc:
-            if is_stub_error(exc):
+        except Exception as exc:
+            if is_stub_error(exc) or is_compile_error(exc):
                 raise _StubReached(exc) from None
             raise
 

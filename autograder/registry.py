@@ -246,13 +246,8 @@ TASKS: tuple[Task, ...] = (
         points=15,
         files=("module2/fast_ops.py",),
         functions=(
-            "module2.fast_ops:map_chunk",
             "module2.fast_ops:tensor_map_kernel",
-            "module2.fast_ops:zip_chunk",
             "module2.fast_ops:tensor_zip_kernel",
-            "module2.fast_ops:fold_rows",
-            "module2.fast_ops:fold_part",
-            "module2.fast_ops:combine",
             "module2.fast_ops:tensor_reduce_kernel",
         ),
     ),
@@ -261,10 +256,7 @@ TASKS: tuple[Task, ...] = (
         title="Parallel batched matrix multiply",
         points=15,
         files=("module2/fast_ops.py",),
-        functions=(
-            "module2.fast_ops:matmul_rows",
-            "module2.fast_ops:tensor_matrix_multiply_kernel",
-        ),
+        functions=("module2.fast_ops:tensor_matrix_multiply_kernel",),
     ),
     Task(
         id="2.3",
@@ -272,7 +264,7 @@ TASKS: tuple[Task, ...] = (
         points=10,
         optional=True,
         files=("module2/fast_matmul.py",),
-        functions=("module2.fast_matmul:micro_kernel", "module2.fast_matmul:gemm"),
+        functions=("module2.fast_matmul:gemm",),
     ),
     Task(
         id="2.4",

@@ -1,16 +1,21 @@
-"""Tasks 2.1 and 2.2: the fast (Numba) backend against NumPy and the simple backend.
+"""Tasks 2.1 and 2.2: the fast (Numba) backend against NumPy.
 
 Task 2.1 (``tensor_map_kernel``, ``tensor_zip_kernel``, ``tensor_reduce_kernel``) and
-task 2.2 (``tensor_matrix_multiply_kernel``) are checked two ways:
+task 2.2 (``tensor_matrix_multiply_kernel``) are checked three ways:
 
 * **through the Tensor API** on ``FastTensorBackend``: every stage-1 operation, forward and
-  backward. The forward values are compared with NumPy; the forward values and the
-  gradients of ``(f(x) * w).sum()`` (``w`` a random constant) with the same computation
-  on stage 1's ``SimpleBackend``, the pure-Python reference;
+  backward. NumPy is the only oracle: the forward values against NumPy's, and the
+  gradients of ``(f(x) * w).sum()`` (``w`` a random constant) against the derivatives
+  written out in NumPy below (never another task's code: one bug, one penalty);
 * **the kernels called directly** with NumPy storages, so that layouts the backend never
-  builds itself are reached too: outputs that are permuted or have gaps, both sides of
-  the aligned fast path of map and zip, a reduction split into ``parts`` with a start
-  value already in ``out``, and a matrix product written into a transposed output.
+  builds itself are reached too: outputs that are permuted or have gaps, inputs stored
+  alike (aligned) and not, a reduction with a ``parts`` hint and a start value already in
+  ``out``, a matrix product written into a transposed output; and large inputs whose
+  sizes no block, chunk or tile size divides (odd, most of them primes), so that a
+  parallel loop that drops or repeats its last piece shows;
+* **in parallel**: each kernel, on a large input, must spread its work over Numba's
+  threads (``tests/parallel.py`` reads every thread's CPU clock: a deterministic check,
+  not a timing).
 
 Hypothesis draws shapes of 1 to 4 dimensions of sizes 1 to 5, broadcasting pairs where
 either side (or neither) is the smaller, and layouts: the dimensions stored in another
@@ -34,7 +39,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from module1.tensor import Tensor, from_numpy, rand
-from module1.tensor_ops import SimpleBackend
+from module2 import fast_matmul, fast_ops
 from module2.fast_ops import (
     OP_ADD,
     OP_EQ,
@@ -76,7 +81,7 @@ from tests.layouts import (
     strided,
     values,
 )
-from tests.strict import exact_tensor
+from tests.parallel import assert_parallel
 
 Shape = tuple[int, ...]
 Array = np.ndarray
@@ -103,33 +108,68 @@ def plain(x: Array) -> Layout:
     return tuple(range(x.ndim)), 1
 
 
-def compare_backends(
+def transposed(x: Array, step: int = 1) -> Layout:
+    """All dimensions stored in reverse order (the last one outermost)."""
+    return tuple(reversed(range(x.ndim))), step
+
+
+Gradients = Callable[..., Sequence[Array]]
+"""``grads(w, *xs)``: NumPy's gradients of ``(f(*xs) * w).sum()`` for each input."""
+
+
+def compare(
     f: Callable[..., Tensor],
-    oracle: Callable[..., Array] | None,
+    oracle: Callable[..., Array],
+    grads: Gradients,
     xs: Sequence[Array],
     layouts_: Sequence[Layout],
     seed: int,
 ) -> None:
     """``f`` of leaves holding ``xs`` in ``layouts_`` on the fast backend: its values
-    against ``oracle(*xs)`` (if given) and against ``f`` on the simple backend, then the
-    gradients of ``(f(...) * w).sum()`` on both backends."""
-    fast = [make(x, lay, FastTensorBackend, True) for x, lay in zip(xs, layouts_, strict=True)]
-    simple = [make(x, lay, SimpleBackend, True) for x, lay in zip(xs, layouts_, strict=True)]
-    out_fast = f(*fast)
-    out_simple = f(*simple)
-    want = exact_tensor(out_simple, "simple backend result")
-    if oracle is not None:
-        np_want = np.asarray(oracle(*xs), dtype=np.float64)
-        check(out_fast, np_want, "fast backend result vs NumPy")
-    check(out_fast, want, "fast backend result vs simple backend")
-    w = np.random.default_rng(seed).normal(size=want.shape).reshape(want.shape)
-    (out_fast * from_numpy(w, backend=FastTensorBackend)).sum().backward()
-    (out_simple * from_numpy(w)).sum().backward()
-    for i, (a, b, x) in enumerate(zip(fast, simple, xs, strict=True)):
-        grad_simple = exact_tensor(b.grad, f"simple input {i}.grad")
-        assert grad_simple.shape == x.shape
-        check(a.grad, grad_simple, f"input {i}.grad vs simple backend")
-        check(a, x, f"input {i} after forward and backward")
+    against ``oracle(*xs)``, then the gradients of ``(f(...) * w).sum()`` against
+    ``grads(w, *xs)``, all NumPy; the leaves keep their values."""
+    leaves = [make(x, lay, FastTensorBackend, True) for x, lay in zip(xs, layouts_, strict=True)]
+    out = f(*leaves)
+    want = np.asarray(oracle(*xs), dtype=np.float64)
+    check(out, want, "fast backend result vs NumPy")
+    w = np.asarray(np.random.default_rng(seed).normal(size=want.shape), dtype=np.float64)
+    (out * from_numpy(w, backend=FastTensorBackend)).sum().backward()
+    for i, (leaf, x, g) in enumerate(zip(leaves, xs, grads(w, *xs), strict=True)):
+        check(leaf.grad, np.asarray(g, dtype=np.float64).reshape(x.shape), f"input {i}.grad")
+        check(leaf, x, f"input {i} after forward and backward")
+
+
+def unbroadcast(g: Array, shape: Shape) -> Array:
+    """``g`` (of a broadcast shape) summed back to ``shape``."""
+    while g.ndim > len(shape):
+        g = g.sum(0)
+    for dim, size in enumerate(shape):
+        if size == 1 and g.shape[dim] != 1:
+            g = g.sum(dim, keepdims=True)
+    return g
+
+
+def elementwise(derivative: Callable[[Array], Array]) -> Gradients:
+    """The gradient of a unary entry-by-entry function with this derivative."""
+    return lambda w, x: [w * derivative(x)]
+
+
+def pairwise(partials: Callable[[Array, Array], tuple[Any, Any]]) -> Gradients:
+    """The gradients of a broadcast binary function with these partial derivatives."""
+
+    def grads(w: Array, x: Array, y: Array) -> list[Array]:
+        dx, dy = partials(*np.broadcast_arrays(x, y))
+        return [unbroadcast(w * dx, x.shape), unbroadcast(w * dy, y.shape)]
+
+    return grads
+
+
+def sigmoid(x: Array) -> Array:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def zero(x: Array, y: Array) -> tuple[float, float]:
+    return 0.0, 0.0
 
 
 # =========================================================================================
@@ -139,57 +179,65 @@ def compare_backends(
 # -- every stage-1 operation but matmul, through the Tensor API ----------------------------
 
 UNARY = [
-    pytest.param(lambda t: -t, np.negative, values, id="neg"),
-    pytest.param(Tensor.exp, np.exp, values, id="exp"),
-    pytest.param(Tensor.log, np.log, positive, id="log"),
-    pytest.param(Tensor.sigmoid, lambda x: 1.0 / (1.0 + np.exp(-x)), values, id="sigmoid"),
-    pytest.param(Tensor.relu, lambda x: np.where(x > 0.0, x, 0.0), values, id="relu"),
-    pytest.param(Tensor.tanh, np.tanh, values, id="tanh"),
-    pytest.param(lambda t: 1.0 / t, lambda x: 1.0 / x, nonzero, id="inv"),
-    pytest.param(lambda t: t**2.0, np.square, values, id="pow2"),
-    pytest.param(lambda t: t**0.5, np.sqrt, positive, id="sqrt"),
-    pytest.param(lambda t: t ** (-1.5), lambda x: x**-1.5, positive, id="pow-1.5"),
-    pytest.param(lambda t: 2.0 - t * 3.0, lambda x: 2.0 - x * 3.0, values, id="numbers"),
-    pytest.param(lambda t: (t + 1.0) / 4.0 - 0.5, lambda x: (x + 1.0) / 4.0 - 0.5, values,
-                 id="more-numbers"),
+    pytest.param(lambda t: -t, np.negative, lambda x: -np.ones_like(x), values, id="neg"),
+    pytest.param(Tensor.exp, np.exp, np.exp, values, id="exp"),
+    pytest.param(Tensor.log, np.log, lambda x: 1.0 / x, positive, id="log"),
+    pytest.param(Tensor.sigmoid, sigmoid, lambda x: sigmoid(x) * (1.0 - sigmoid(x)), values,
+                 id="sigmoid"),
+    pytest.param(Tensor.relu, lambda x: np.where(x > 0.0, x, 0.0), lambda x: (x > 0.0) * 1.0,
+                 values, id="relu"),
+    pytest.param(Tensor.tanh, np.tanh, lambda x: 1.0 - np.tanh(x) ** 2, values, id="tanh"),
+    pytest.param(lambda t: 1.0 / t, lambda x: 1.0 / x, lambda x: -1.0 / (x * x), nonzero,
+                 id="inv"),
+    pytest.param(lambda t: t**2.0, np.square, lambda x: 2.0 * x, values, id="pow2"),
+    pytest.param(lambda t: t**0.5, np.sqrt, lambda x: 0.5 / np.sqrt(x), positive, id="sqrt"),
+    pytest.param(lambda t: t ** (-1.5), lambda x: x**-1.5, lambda x: -1.5 * x**-2.5, positive,
+                 id="pow-1.5"),
+    pytest.param(lambda t: 2.0 - t * 3.0, lambda x: 2.0 - x * 3.0, lambda x: np.full_like(x, -3.0),
+                 values, id="numbers"),
+    pytest.param(lambda t: (t + 1.0) / 4.0 - 0.5, lambda x: (x + 1.0) / 4.0 - 0.5,
+                 lambda x: np.full_like(x, 0.25), values, id="more-numbers"),
 ]  # fmt: skip
 
 
 @pytest.mark.task2_1
-@pytest.mark.parametrize(("op", "oracle", "elements"), UNARY)
+@pytest.mark.parametrize(("op", "oracle", "derivative", "elements"), UNARY)
 @given(data=st.data(), seed=seeds)
 def test_unary_ops_forward_and_backward(
     op: Callable[[Tensor], Tensor],
     oracle: Callable[[Array], Array],
+    derivative: Callable[[Array], Array],
     elements: st.SearchStrategy[float],
     data: st.DataObject,
     seed: int,
 ) -> None:
     x = data.draw(arrays(elements=elements), label="x")
     layout = data.draw(layouts(x.ndim), label="layout")
-    compare_backends(op, oracle, [x], [layout], seed)
+    compare(op, oracle, elementwise(derivative), [x], [layout], seed)
 
 
 BINARY = [
-    pytest.param(lambda a, b: a + b, np.add, values, id="add"),
-    pytest.param(lambda a, b: a - b, np.subtract, values, id="sub"),
-    pytest.param(lambda a, b: a * b, np.multiply, values, id="mul"),
-    pytest.param(lambda a, b: a / b, lambda x, y: x / y, nonzero, id="div"),
-    pytest.param(lambda a, b: a < b, lambda x, y: (x < y) * 1.0, values, id="lt"),
-    pytest.param(lambda a, b: a > b, lambda x, y: (x > y) * 1.0, values, id="gt"),
-    pytest.param(lambda a, b: a == b, lambda x, y: (x == y) * 1.0, values, id="eq"),
-    pytest.param(lambda a, b: a != b, lambda x, y: (x != y) * 1.0, values, id="ne"),
-    pytest.param(lambda a, b: a.is_close(b), lambda x, y: (np.abs(x - y) < 1e-2) * 1.0, near,
-                 id="is_close"),
+    pytest.param(lambda a, b: a + b, np.add, lambda x, y: (1.0, 1.0), values, id="add"),
+    pytest.param(lambda a, b: a - b, np.subtract, lambda x, y: (1.0, -1.0), values, id="sub"),
+    pytest.param(lambda a, b: a * b, np.multiply, lambda x, y: (y, x), values, id="mul"),
+    pytest.param(lambda a, b: a / b, lambda x, y: x / y, lambda x, y: (1.0 / y, -x / (y * y)),
+                 nonzero, id="div"),
+    pytest.param(lambda a, b: a < b, lambda x, y: (x < y) * 1.0, zero, values, id="lt"),
+    pytest.param(lambda a, b: a > b, lambda x, y: (x > y) * 1.0, zero, values, id="gt"),
+    pytest.param(lambda a, b: a == b, lambda x, y: (x == y) * 1.0, zero, values, id="eq"),
+    pytest.param(lambda a, b: a != b, lambda x, y: (x != y) * 1.0, zero, values, id="ne"),
+    pytest.param(lambda a, b: a.is_close(b), lambda x, y: (np.abs(x - y) < 1e-2) * 1.0, zero,
+                 near, id="is_close"),
 ]  # fmt: skip
 
 
 @pytest.mark.task2_1
-@pytest.mark.parametrize(("op", "oracle", "b_elements"), BINARY)
+@pytest.mark.parametrize(("op", "oracle", "partials", "b_elements"), BINARY)
 @given(pair=broadcast_pairs(min_dims=1, max_size=5), data=st.data(), seed=seeds)
 def test_binary_ops_broadcast_forward_and_backward(
     op: Callable[[Tensor, Tensor], Tensor],
     oracle: Callable[[Array, Array], Array],
+    partials: Callable[[Array, Array], tuple[Any, Any]],
     b_elements: st.SearchStrategy[float],
     pair: tuple[Shape, Shape],
     data: st.DataObject,
@@ -200,7 +248,25 @@ def test_binary_ops_broadcast_forward_and_backward(
     y = data.draw(arrays(pair[1], b_elements), label="b")
     lx = data.draw(layouts(x.ndim), label="a layout")
     ly = data.draw(layouts(y.ndim), label="b layout")
-    compare_backends(op, oracle, [x, y], [lx, ly], seed)
+    compare(op, oracle, pairwise(partials), [x, y], [lx, ly], seed)
+
+
+def reduction_grads(name: str, dim: int | None) -> Gradients:
+    """The gradient of ``x.<name>(dim, keepdim)``: ``w`` spread back over the reduced
+    dimension(s); the max's goes to the entries equal to the maximum, shared on ties."""
+
+    def grads(w: Array, x: Array) -> list[Array]:
+        axis = None if dim is None else dim % x.ndim
+        kept = tuple(1 if axis in (None, d) else n for d, n in enumerate(x.shape))
+        spread = np.broadcast_to(w.reshape(kept), x.shape)
+        if name == "sum":
+            return [spread]
+        if name == "mean":
+            return [spread / (x.size if axis is None else x.shape[axis])]
+        mask = (x == np.max(x, axis=axis, keepdims=True)) * 1.0
+        return [mask * spread / np.sum(mask, axis=axis, keepdims=True)]
+
+    return grads
 
 
 REDUCTIONS = [
@@ -226,7 +292,20 @@ def test_reductions_forward_and_backward(
     def f_np(v: Array) -> Array:
         return oracle(v, axis=dim, keepdims=keepdim)
 
-    compare_backends(f, f_np, [x], [layout], seed)
+    compare(f, f_np, reduction_grads(name, dim), [x], [layout], seed)
+
+
+def rearranged_grads(f_np: Callable[[Array], Array]) -> Gradients:
+    """The gradient of ``exp(f(x))`` for an ``f`` that only moves entries (a view): each
+    entry's ``w * exp`` goes back to the entry it came from."""
+
+    def grads(w: Array, x: Array) -> list[Array]:
+        source = f_np(np.arange(x.size, dtype=np.float64).reshape(x.shape)).astype(np.int64)
+        g = np.zeros(x.size)
+        np.add.at(g, source.reshape(-1), (w * np.exp(f_np(x))).reshape(-1))
+        return [g.reshape(x.shape)]
+
+    return grads
 
 
 LAYOUT_OPS = ["permute", "transpose", "contiguous", "view", "reshape", "view-then-permute"]
@@ -254,7 +333,10 @@ def test_layout_ops_forward_and_backward(
         ),
     }
     f, f_np = cases[kind]
-    compare_backends(lambda t: f(t).exp(), lambda v: np.exp(f_np(v)), [x], [layout], seed)
+    compare(
+        lambda t: f(t).exp(), lambda v: np.exp(f_np(v)), rearranged_grads(f_np), [x], [layout],
+        seed,
+    )  # fmt: skip
 
 
 # -- the kernels, called directly -----------------------------------------------------------
@@ -526,6 +608,186 @@ def test_a_float_function_outside_the_table_still_works() -> None:
     check(t, x, "the input after the maps")
 
 
+# -- large inputs: every parallel piece, the last one too -----------------------------------
+
+# Sizes that no block, chunk or tile size divides (odd, most of them primes), each
+# with at least 32768 outputs, so that the reference's parallel paths run: a kernel that
+# drops, repeats or misplaces the last piece of its parallel loop fails these.
+BIG = (211, 199)  # 41,989 entries
+LONG = 40_961  # a prime
+
+
+def big_layouts(shape: Shape) -> list[tuple[str, Layout]]:
+    dims = len(shape)
+    return [
+        ("contiguous", (tuple(range(dims)), 1)),
+        ("stored transposed", (tuple(reversed(range(dims))), 1)),
+        ("with gaps", (tuple(range(dims)), 2)),
+    ]
+
+
+def only_entries_written(out: Array, size: int) -> bool:
+    """True when exactly ``size`` slots of ``out`` (filled with nan before) hold a number:
+    with every entry already checked against a finite oracle, no gap was written."""
+    return int(np.count_nonzero(~np.isnan(out))) == size
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize(
+    ("code", "oracle"),
+    [(OP_EXP, np.exp), (OP_RELU, lambda x: np.where(x > 0.0, x, 0.0)),
+     (OP_SIGMOID, lambda x: 1.0 / (1.0 + np.exp(-x)))],
+    ids=["exp", "relu", "sigmoid"],
+)  # fmt: skip
+def test_large_maps_write_every_entry(code: int, oracle: Callable[[Array], Array]) -> None:
+    """Aligned and not, broadcast along either dimension, into outputs in any layout."""
+    rng = np.random.default_rng(code)
+    cases: list[tuple[Shape, Shape]] = [((LONG,), (LONG,)), (BIG, BIG), (BIG, (BIG[0], 1)),
+                                        (BIG, (BIG[1],)), ((3, 7, 2003), (7, 1))]  # fmt: skip
+    for out_shape, in_shape in cases:
+        x = rng.uniform(-3.0, 3.0, size=in_shape)
+        want = np.broadcast_to(oracle(x), out_shape)
+        for in_name, in_layout in big_layouts(in_shape):
+            for out_name, out_layout in big_layouts(out_shape):
+                storage, in_strides = strided(x, in_layout)
+                out, out_strides = strided(np.zeros(out_shape), out_layout)
+                out[:] = np.nan
+                tensor_map_kernel(
+                    code, out, ints(out_shape), ints(out_strides), storage, ints(in_shape),
+                    ints(in_strides),
+                )  # fmt: skip
+                what = f"map {in_shape} ({in_name}) to {out_shape} ({out_name})"
+                assert_close(read(out, out_shape, out_strides), want, what)
+                assert only_entries_written(out, want.size), f"{what}: wrote a gap"
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize(
+    ("code", "oracle"), [(OP_ADD, np.add), (OP_MUL, np.multiply), (OP_MAX, np.maximum)],
+    ids=["add", "mul", "max"],
+)  # fmt: skip
+def test_large_zips_write_every_entry(code: int, oracle: Callable[[Array, Array], Array]) -> None:
+    rng = np.random.default_rng(code)
+    cases: list[tuple[Shape, Shape]] = [((LONG,), (LONG,)), (BIG, BIG), (BIG, (BIG[1],)),
+                                        ((BIG[0], 1), BIG), ((3, 1, 2003), (7, 1))]  # fmt: skip
+    for a_shape, b_shape in cases:
+        out_shape = tuple(np.broadcast_shapes(a_shape, b_shape))
+        x, y = rng.uniform(-3.0, 3.0, size=a_shape), rng.uniform(-3.0, 3.0, size=b_shape)
+        want = oracle(x, y)
+        for name, layout in big_layouts(out_shape):
+            # a and the output alike (aligned when both are whole tensors), b as given
+            a_storage, a_strides = strided(x, layout if a_shape == out_shape else plain(x))
+            b_storage, b_strides = strided(y, plain(y))
+            out, out_strides = strided(np.zeros(out_shape), layout)
+            out[:] = np.nan
+            tensor_zip_kernel(
+                code, out, ints(out_shape), ints(out_strides),
+                a_storage, ints(a_shape), ints(a_strides),
+                b_storage, ints(b_shape), ints(b_strides),
+            )  # fmt: skip
+            what = f"zip {a_shape} and {b_shape} ({name})"
+            assert_close(read(out, out_shape, out_strides), want, what)
+            assert only_entries_written(out, want.size), f"{what}: wrote a gap"
+
+
+BIG_REDUCTIONS = [
+    # (input shape, dim, layout of the input, parts): along a middle dimension of a
+    # contiguous tensor (outputs side by side), along the last (long contiguous folds),
+    # few long folds cut into parts, many short folds of a transposed input.
+    pytest.param((3, 101, 1009), 1, "contiguous", 1, id="middle-dim"),
+    pytest.param((301, 113, 3), 1, "contiguous", 1, id="middle-dim-narrow"),
+    pytest.param((37, 1031), 1, "contiguous", 1, id="last-dim"),
+    pytest.param((3, 20011), 1, "contiguous", 4, id="few-long-folds"),
+    pytest.param((20011, 3), 0, "contiguous", 7, id="few-long-folds-dim0"),
+    pytest.param((1511, 29), 1, "stored transposed", 1, id="transposed-many-outputs"),
+    pytest.param((29, 1511), 0, "with gaps", 1, id="gaps-dim0"),
+]
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize(("shape", "dim", "layout_name", "parts"), BIG_REDUCTIONS)
+def test_large_reductions_fold_every_entry(
+    shape: Shape, dim: int, layout_name: str, parts: int
+) -> None:
+    """Sum and max into start values (not the op's identity), against NumPy. Positive
+    entries, so the sums do not cancel and reassociation stays within ``rtol``."""
+    rng = np.random.default_rng(sum(shape))
+    x = rng.uniform(0.5, 1.5, size=shape)
+    x.reshape(-1)[rng.integers(x.size)] = 9.0  # one maximum somewhere inside
+    out_shape = tuple(1 if d == dim else n for d, n in enumerate(shape))
+    layout = dict(big_layouts(shape))[layout_name]
+    a_storage, a_strides = strided(x, layout)
+    for code, oracle in [
+        (OP_ADD, lambda s: s + x.sum(dim, keepdims=True)),
+        (OP_MAX, lambda s: np.maximum(s, x.max(dim, keepdims=True))),
+    ]:
+        start = rng.uniform(-2.0, 2.0, size=out_shape)
+        out, out_strides = strided(start, (tuple(reversed(range(len(shape)))), 2))
+        tensor_reduce_kernel(
+            code, out, ints(out_shape), ints(out_strides), a_storage, ints(shape),
+            ints(a_strides), dim, parts,
+        )  # fmt: skip
+        what = f"op {code} over dim {dim} of {shape} ({layout_name}, parts {parts})"
+        assert_close(read(out, out_shape, out_strides), oracle(start), what)
+        assert only_entries_written(out, start.size), f"{what}: wrote a gap"
+
+
+# -- in parallel ----------------------------------------------------------------------------
+
+
+def kernel_args(*arrays_: tuple[Array, Layout]) -> tuple[Any, ...]:
+    """Storage, shape and strides (int32) of each ``(values, layout)`` in turn."""
+    args: list[Any] = []
+    for x, layout in arrays_:
+        storage, strides = strided(x, layout)
+        args += [storage, ints(x.shape), ints(strides)]
+    return tuple(args)
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize("layout_name", ["contiguous", "stored transposed"])
+def test_map_kernel_runs_in_parallel(layout_name: str) -> None:
+    x = np.random.default_rng(1).uniform(-1.0, 1.0, size=(1000, 1009))
+    layout = dict(big_layouts(x.shape))[layout_name]
+    out = np.empty(x.size)
+    s, st_ = ints(x.shape), ints((1009, 1))
+    args = kernel_args((x, layout))
+    assert_parallel(lambda: tensor_map_kernel(OP_EXP, out, s, st_, *args), "tensor_map_kernel",
+                    tensor_map_kernel)  # fmt: skip
+    np.testing.assert_allclose(out.reshape(x.shape), np.exp(x), rtol=1e-12)
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize("b_shape", [(1000, 1009), (1009,)], ids=["same-shape", "broadcast"])
+def test_zip_kernel_runs_in_parallel(b_shape: Shape) -> None:
+    rng = np.random.default_rng(2)
+    x, y = rng.uniform(0.5, 1.5, size=(1000, 1009)), rng.uniform(-1.0, 1.0, size=b_shape)
+    out = np.empty(x.size)
+    s, st_ = ints(x.shape), ints((1009, 1))
+    args = kernel_args((x, plain(x)), (y, plain(y)))
+    assert_parallel(lambda: tensor_zip_kernel(OP_POW, out, s, st_, *args), "tensor_zip_kernel",
+                    tensor_zip_kernel)  # fmt: skip
+    np.testing.assert_allclose(out.reshape(x.shape), np.power(x, y), rtol=1e-12)
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize("dim", [0, 1])
+def test_reduce_kernel_runs_in_parallel(dim: int) -> None:
+    """Many outputs (1000 or 1009), each the sum of a line of the other dimension."""
+    x = np.random.default_rng(3).uniform(0.0, 1.0, size=(1000, 1009))
+    out_shape = (1, 1009) if dim == 0 else (1000, 1)
+    out = np.zeros(x.size // x.shape[dim])
+    out_strides = ints((out_shape[1], 1))
+    args = kernel_args((x, plain(x)))
+
+    def call() -> None:
+        out[:] = 0.0
+        tensor_reduce_kernel(OP_ADD, out, ints(out_shape), out_strides, *args, dim, 1)
+
+    assert_parallel(call, "tensor_reduce_kernel", tensor_reduce_kernel)
+    np.testing.assert_allclose(out.reshape(out_shape), x.sum(dim, keepdims=True), rtol=1e-12)
+
+
 # =========================================================================================
 # Task 2.2: matrix multiply
 # =========================================================================================
@@ -547,6 +809,24 @@ def matmul_cases(draw: st.DrawFn, vectors: bool = True) -> tuple[Array, Array]:
     return draw(arrays(a_shape, elements), label="a"), draw(arrays(b_shape, elements), label="b")
 
 
+def matmul_grads(w: Array, x: Array, y: Array) -> list[Array]:
+    """The gradients of ``(x @ y * w).sum()``: ``w @ y^T`` and ``x^T @ w``, summed over
+    broadcast batch dimensions; a 1-D operand is a row (left) or column (right)."""
+    a = x.reshape(1, -1) if x.ndim == 1 else x
+    b = y.reshape(-1, 1) if y.ndim == 1 else y
+    w = w.reshape(np.matmul(a, b).shape)
+    ga = unbroadcast(w @ np.swapaxes(b, -1, -2), a.shape)
+    gb = unbroadcast(np.swapaxes(a, -1, -2) @ w, b.shape)
+    return [ga.reshape(x.shape), gb.reshape(y.shape)]
+
+
+def transposed_tanh_grads(w: Array, xt: Array, yt: Array) -> list[Array]:
+    """The gradients of ``(tanh(xt^T @ yt^T) * w).sum()``."""
+    a, b = np.swapaxes(xt, -1, -2), np.swapaxes(yt, -1, -2)
+    ga, gb = matmul_grads(w * (1.0 - np.tanh(a @ b) ** 2), a, b)
+    return [np.swapaxes(ga, -1, -2), np.swapaxes(gb, -1, -2)]
+
+
 @pytest.mark.task2_2
 @given(case=matmul_cases(), data=st.data(), seed=seeds)
 def test_matmul_forward_and_backward(
@@ -555,7 +835,7 @@ def test_matmul_forward_and_backward(
     x, y = case
     lx = data.draw(layouts(x.ndim), label="a layout")
     ly = data.draw(layouts(y.ndim), label="b layout")
-    compare_backends(lambda a, b: a @ b, np.matmul, [x, y], [lx, ly], seed)
+    compare(lambda a, b: a @ b, np.matmul, matmul_grads, [x, y], [lx, ly], seed)
 
 
 @pytest.mark.task2_2
@@ -569,12 +849,13 @@ def test_matmul_forward_and_backward(
 def test_matmul_broadcast_examples(a_shape: Shape, b_shape: Shape) -> None:
     rng = np.random.default_rng(sum(a_shape) * 31 + sum(b_shape))
     x, y = rng.normal(size=a_shape), rng.normal(size=b_shape)
-    compare_backends(lambda a, b: a @ b, np.matmul, [x, y], [plain(x), plain(y)], 0)
+    compare(lambda a, b: a @ b, np.matmul, matmul_grads, [x, y], [plain(x), plain(y)], 0)
     # The same product with both operands stored transposed (last two dims swapped).
     if x.ndim > 1 and y.ndim > 1:
         swap_x = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
         swap_y = (*range(y.ndim - 2), y.ndim - 1, y.ndim - 2)
-        compare_backends(lambda a, b: a @ b, np.matmul, [x, y], [(swap_x, 1), (swap_y, 2)], 1)
+        layouts_ = [(swap_x, 1), (swap_y, 2)]
+        compare(lambda a, b: a @ b, np.matmul, matmul_grads, [x, y], layouts_, 1)
 
 
 @pytest.mark.task2_2
@@ -588,9 +869,10 @@ def test_matmul_of_transposed_views_forward_and_backward(
     xt, yt = np.swapaxes(x, -1, -2).copy(), np.swapaxes(y, -1, -2).copy()
     lx = data.draw(layouts(x.ndim), label="a layout")
     ly = data.draw(layouts(y.ndim), label="b layout")
-    compare_backends(
+    compare(
         lambda a, b: (a.transpose() @ b.transpose()).tanh(),
         lambda a, b: np.tanh(np.swapaxes(a, -1, -2) @ np.swapaxes(b, -1, -2)),
+        transposed_tanh_grads,
         [xt, yt],
         [lx, ly],
         seed,
@@ -663,3 +945,104 @@ def test_larger_matmul_matches_numpy() -> None:
     ab, bb = rng.normal(size=(3, 1, 64, 48)), rng.normal(size=(2, 48, 80))
     batched = from_numpy(ab, backend=FastTensorBackend) @ from_numpy(bb, backend=FastTensorBackend)
     check(batched, ab @ bb, "(3, 1, 64, 48) @ (2, 48, 80)")
+
+
+@pytest.mark.task2_2
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [((257, 131), (131, 139)), ((3, 67, 29), (29, 31)), ((2, 1, 45, 53), (3, 53, 41)),
+     ((37, 1), (1, 1031))],
+    ids=lambda shape: "x".join(map(str, shape)),
+)  # fmt: skip
+def test_large_matmul_kernel_writes_every_entry(a_shape: Shape, b_shape: Shape) -> None:
+    """Products of at least 32768 multiply-adds whose sizes no chunk or tile size divides,
+    the kernel called directly: operands contiguous or stored transposed (``b`` too),
+    into a contiguous output or a transposed one with gaps."""
+    rng = np.random.default_rng(sum(a_shape) + sum(b_shape))
+    x, y = rng.normal(size=a_shape), rng.normal(size=b_shape)
+    want = np.matmul(x, y)
+    for name, layout in [("contiguous", plain), ("transposed", transposed)]:
+        a_storage, a_strides = strided(x, layout(x))
+        b_storage, b_strides = strided(y, layout(y))
+        out_layout = plain(want) if name == "contiguous" else transposed(want, 2)
+        out, out_strides = strided(np.zeros(want.shape), out_layout)
+        out[:] = np.nan
+        tensor_matrix_multiply_kernel(
+            out, ints(want.shape), ints(out_strides),
+            a_storage, ints(x.shape), ints(a_strides),
+            b_storage, ints(y.shape), ints(b_strides),
+        )  # fmt: skip
+        what = f"{a_shape} @ {b_shape}, {name}"
+        np.testing.assert_allclose(
+            read(out, want.shape, out_strides), want, rtol=1e-10, atol=1e-10, err_msg=what
+        )
+        assert only_entries_written(out, want.size), f"{what}: wrote a gap"
+
+
+@pytest.mark.task2_2
+def test_matmul_kernel_runs_in_parallel() -> None:
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(2, 150, 200)), rng.normal(size=(200, 170))
+    want = np.matmul(x, y)
+    out = np.empty(want.size)
+    args = kernel_args((x, plain(x)), (y, plain(y)))
+    shape, strides = ints(want.shape), ints((150 * 170, 170, 1))
+    assert_parallel(
+        lambda: tensor_matrix_multiply_kernel(out, shape, strides, *args),
+        "tensor_matrix_multiply_kernel",
+        tensor_matrix_multiply_kernel,
+    )
+    np.testing.assert_allclose(out.reshape(want.shape), want, rtol=1e-10, atol=1e-10)
+
+
+# =========================================================================================
+# Provided (ungraded): the given backend's routing of large products
+# =========================================================================================
+
+STUB_2_3 = "Task 2.3: implement gemm in module2/fast_matmul.py (see module2/README.md)"
+
+
+def test_an_unfinished_task_2_3_leaves_large_products_to_task_2_2(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Task 2.3 is optional: while its kernel raises the handout's stub error, large
+    products go to task 2.2's kernel (the stub is tried once per process); any other
+    error from it propagates. Both kernels are stand-ins here, so this checks the given
+    routing alone."""
+    calls: list[str] = []
+
+    def numpy_product(out: Array, out_shape: Array, out_strides: Array, *operands: Any) -> None:
+        a = read(operands[0], tuple(operands[1]), operands[2])
+        b = read(operands[3], tuple(operands[4]), operands[5])
+        view = np.lib.stride_tricks.as_strided(
+            out, tuple(out_shape), tuple(int(s) * 8 for s in out_strides)
+        )
+        view[...] = a @ b
+
+    def task_2_2(*args: Any) -> None:
+        calls.append("2.2")
+        numpy_product(*args)
+
+    def stub(*args: Any) -> None:
+        calls.append("2.3")
+        raise NotImplementedError(STUB_2_3)
+
+    monkeypatch.setattr(fast_matmul, "use_packed", True)
+    monkeypatch.setattr(fast_ops, "tensor_matrix_multiply_kernel", task_2_2)
+    monkeypatch.setattr(fast_matmul, "tensor_matrix_multiply_packed", stub)
+    rng = np.random.default_rng(9)
+    av, bv = rng.normal(size=(70, 80)), rng.normal(size=(80, 90))  # 504,000 multiply-adds
+    a, b = from_numpy(av, FastTensorBackend), from_numpy(bv, FastTensorBackend)
+    for _ in range(2):
+        check(FastOps.matrix_multiply(a, b), av @ bv, "a large product while 2.3 is a stub")
+    assert calls == ["2.3", "2.2", "2.2"]
+    assert fast_matmul.use_packed is False
+
+    def broken(*args: Any) -> None:
+        raise NotImplementedError("micro_kernel is not written yet")
+
+    monkeypatch.setattr(fast_matmul, "use_packed", True)
+    monkeypatch.setattr(fast_matmul, "tensor_matrix_multiply_packed", broken)
+    with pytest.raises(NotImplementedError, match="micro_kernel is not written yet"):
+        FastOps.matrix_multiply(a, b)
+    assert fast_matmul.use_packed is True

@@ -1,20 +1,19 @@
 """Task 2.4: the fused optimizer steps (``module2/fast_optim.py``).
 
-* ``FastAdam`` and ``FastSGD`` against stage 0's ``Adam`` and ``SGD`` on the same
-  parameters and gradients, step after step: Hypothesis draws the shapes (0-d included),
-  the layouts of parameters and gradients (permuted, with gaps: a parameter that is a
-  view gets its own storage first), the hyperparameters, and which parameters get no
-  gradient on a step. Stage 0's optimizers run on ``SimpleBackend``, so these tests do
-  not depend on task 2.1.
-* ``adam_update`` and ``sgd_update`` called directly on NumPy arrays against the
-  formulas in NumPy, on both sides of ``PARALLEL_MIN`` (the plain and the parallel loop).
+* ``FastAdam`` and ``FastSGD`` (given) on the same parameters and gradients as stage 0's
+  formulas written out in NumPy below (the oracle: no other task's code), step after
+  step: Hypothesis draws the shapes (0-d included), the layouts of parameters and
+  gradients (permuted, with gaps: a parameter that is a view gets its own storage
+  first), the hyperparameters, and which parameters get no gradient on a step.
+* ``adam_update`` and ``sgd_update`` called directly on NumPy arrays against the same
+  formulas, on both sides of ``PARALLEL_MIN`` (the reference's plain and parallel
+  loops) and at sizes no chunk divides; and, on a large parameter, in parallel
+  (``tests/parallel.py``: per-thread CPU clocks, not a timing).
 * The project's trainer on the fast backend, which now picks ``FastAdam``, learns the
   ``split`` dataset.
 
-Values the optimizers produce are read with ``exact_tensor`` (``tests/strict.py``).
-Stage 0's Adam divides tensors by multiplying by an inverse and takes square roots with
-``** 0.5``, so Adam's values agree to rounding (``rtol=1e-12``); SGD's agree exactly
-in practice, and are held to the same tolerance.
+Values the optimizers produce are read with ``exact_tensor`` (``tests/strict.py``) and
+must agree with NumPy's to rounding (``rtol=1e-12``).
 """
 
 from __future__ import annotations
@@ -30,14 +29,13 @@ from hypothesis import strategies as st
 
 from module0.datasets import load_dataset
 from module0.module import Parameter
-from module0.optim import SGD, Adam, Optimizer
 from module0.scalar import Scalar
 from module1.tensor import Tensor, from_numpy
-from module1.tensor_ops import SimpleBackend, TensorBackend
 from module2.fast_ops import FastTensorBackend
 from module2.fast_optim import PARALLEL_MIN, FastAdam, FastSGD, adam_update, sgd_update
 from project import train
 from tests.layouts import Layout, layouts, make
+from tests.parallel import assert_parallel
 from tests.strict import exact_tensor
 
 Shape = tuple[int, ...]
@@ -65,60 +63,107 @@ def gradient(rng: np.random.Generator, shape: Shape) -> np.ndarray:
     return np.where(rng.random(shape) < 0.1, 0.0, g)
 
 
+# -- the oracle: stage 0's optimizers in NumPy ---------------------------------------------
+
+
+class NumpyAdam:
+    """Stage 0's Adam on NumPy arrays: per parameter a step count and two moments, made
+    at its first gradient; a parameter without a gradient is skipped."""
+
+    def __init__(self, values: list[np.ndarray], lr: float, betas: tuple[float, float],
+                 eps: float) -> None:  # fmt: skip
+        self.values = [v.copy() for v in values]
+        self.lr, self.betas, self.eps = lr, betas, eps
+        self.steps = [0] * len(values)
+        self.first_moment: list[Any] = [None] * len(values)
+        self.second_moment: list[Any] = [None] * len(values)
+
+    def step(self, grads: list[np.ndarray | None]) -> None:
+        beta1, beta2 = self.betas
+        for i, g in enumerate(grads):
+            if g is None:
+                continue
+            self.steps[i] += 1
+            t = self.steps[i]
+            m = 0.0 if self.first_moment[i] is None else self.first_moment[i]
+            v = 0.0 if self.second_moment[i] is None else self.second_moment[i]
+            m = beta1 * m + (1.0 - beta1) * g
+            v = beta2 * v + (1.0 - beta2) * (g * g)
+            self.first_moment[i], self.second_moment[i] = m, v
+            m_hat, v_hat = m / (1.0 - beta1**t), v / (1.0 - beta2**t)
+            self.values[i] = self.values[i] - self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+
+class NumpySGD:
+    """Stage 0's SGD on NumPy arrays: with momentum, a velocity per parameter that
+    starts as its first gradient."""
+
+    def __init__(self, values: list[np.ndarray], lr: float, momentum: float) -> None:
+        self.values = [v.copy() for v in values]
+        self.lr, self.momentum = lr, momentum
+        self.velocity: list[Any] = [None] * len(values)
+
+    def step(self, grads: list[np.ndarray | None]) -> None:
+        for i, g in enumerate(grads):
+            if g is None:
+                continue
+            if self.momentum:
+                v = self.velocity[i]
+                g = g if v is None else self.momentum * v + g
+                self.velocity[i] = g
+            self.values[i] = self.values[i] - self.lr * g
+
+
 def run_both(
-    make_reference: Any,
+    make_oracle: Any,
     make_fast: Any,
     specs: list[tuple[Shape, Layout, Layout]],
     steps: int,
     seed: int,
-) -> tuple[Optimizer, Optimizer, list[Parameter], list[Parameter]]:
-    """Stage 0's optimizer on SimpleBackend tensors and the fused one on fast-backend
-    tensors, from the same values and gradients, compared after every step."""
+) -> tuple[Any, Any]:
+    """The NumPy oracle and the fused optimizer on fast-backend tensors, from the same
+    values and gradients, compared after every step."""
     rng = np.random.default_rng(seed)
     values = [rng.normal(size=shape) for shape, _, _ in specs]
-
-    def parameters(backend: TensorBackend) -> list[Parameter]:
-        return [
-            Parameter(make(x, layout, backend), f"p{i}")
-            for i, (x, (_, layout, _)) in enumerate(zip(values, specs, strict=True))
-        ]
-
-    ref_params, fast_params = parameters(SimpleBackend), parameters(FastTensorBackend)
-    reference, fast = make_reference(ref_params), make_fast(fast_params)
+    params = [
+        Parameter(make(x, layout, FastTensorBackend), f"p{i}")
+        for i, (x, (_, layout, _)) in enumerate(zip(values, specs, strict=True))
+    ]
+    oracle, fast = make_oracle(values), make_fast(params)
     for step in range(steps):
-        for (shape, _, grad_layout), a, b in zip(specs, ref_params, fast_params, strict=True):
+        grads: list[np.ndarray | None] = []
+        for (shape, _, grad_layout), p in zip(specs, params, strict=True):
             if rng.random() < 0.2:  # no gradient this step: the parameter is skipped
-                a.value.grad = b.value.grad = None
+                p.value.grad = None
+                grads.append(None)
                 continue
             g = gradient(rng, shape)
-            a.value.grad = make(g, grad_layout, SimpleBackend)
-            b.value.grad = make(g, grad_layout, FastTensorBackend)
-        reference.step()
+            p.value.grad = make(g, grad_layout, FastTensorBackend)
+            grads.append(g)
+        oracle.step(grads)
         fast.step()
-        for i, (a, b) in enumerate(zip(ref_params, fast_params, strict=True)):
-            want = exact_tensor(a.value, f"stage-0 parameter {i}")
-            got = exact_tensor(b.value, f"parameter {i} after step {step + 1}")
-            assert got.shape == want.shape
+        for i, p in enumerate(params):
+            got = exact_tensor(p.value, f"parameter {i} after step {step + 1}")
+            assert got.shape == oracle.values[i].shape
             np.testing.assert_allclose(
-                got, want, rtol=RTOL, atol=ATOL, err_msg=f"parameter {i} after step {step + 1}"
-            )
-    return reference, fast, ref_params, fast_params
+                got, oracle.values[i], rtol=RTOL, atol=ATOL,
+                err_msg=f"parameter {i} after step {step + 1}",
+            )  # fmt: skip
+    return oracle, fast
 
 
 def check_state(name: str, got: Any, want: Any, shape: Shape) -> None:
-    """A fused optimizer's per-parameter NumPy state against stage 0's Tensor state (or
-    its initial value when the parameter never had a gradient)."""
-    if not isinstance(want, Tensor):
+    """A fused optimizer's per-parameter NumPy state against the oracle's (None when the
+    parameter never had a gradient)."""
+    if want is None:
         assert got is None or not np.any(got), name
         return
     assert type(got) is np.ndarray and got.size == int(np.prod(shape)), name
-    np.testing.assert_allclose(
-        got.reshape(shape), exact_tensor(want, name), rtol=RTOL, atol=ATOL, err_msg=name
-    )
+    np.testing.assert_allclose(got.reshape(shape), want, rtol=RTOL, atol=ATOL, err_msg=name)
 
 
 # =========================================================================================
-# The optimizers against stage 0's
+# The optimizers against stage 0's formulas
 # =========================================================================================
 
 
@@ -142,18 +187,18 @@ def test_fast_adam_matches_stage0_adam(
     seed: int,
 ) -> None:
     betas = (beta1, beta2)
-    reference, fast, _, _ = run_both(
-        lambda ps: Adam(ps, lr=lr, betas=betas, eps=eps),
+    oracle, fast = run_both(
+        lambda values: NumpyAdam(values, lr, betas, eps),
         lambda ps: FastAdam(ps, lr=lr, betas=betas, eps=eps),
         specs,
         steps,
         seed,
     )
-    assert isinstance(reference, Adam) and isinstance(fast, FastAdam)
-    assert fast.steps == reference.steps
+    assert isinstance(fast, FastAdam)
+    assert fast.steps == oracle.steps
     for i, (shape, _, _) in enumerate(specs):
-        check_state(f"m of parameter {i}", fast.first_moment[i], reference.first_moment[i], shape)
-        check_state(f"v of parameter {i}", fast.second_moment[i], reference.second_moment[i], shape)
+        check_state(f"m of parameter {i}", fast.first_moment[i], oracle.first_moment[i], shape)
+        check_state(f"v of parameter {i}", fast.second_moment[i], oracle.second_moment[i], shape)
 
 
 @graded
@@ -171,57 +216,63 @@ def test_fast_sgd_matches_stage0_sgd(
     steps: int,
     seed: int,
 ) -> None:
-    reference, fast, _, _ = run_both(
-        lambda ps: SGD(ps, lr=lr, momentum=momentum),
+    oracle, fast = run_both(
+        lambda values: NumpySGD(values, lr, momentum),
         lambda ps: FastSGD(ps, lr=lr, momentum=momentum),
         specs,
         steps,
         seed,
     )
-    assert isinstance(reference, SGD) and isinstance(fast, FastSGD)
+    assert isinstance(fast, FastSGD)
     for i, (shape, _, _) in enumerate(specs):
-        check_state(f"velocity of parameter {i}", fast.velocity[i], reference.velocity[i], shape)
+        check_state(f"velocity of parameter {i}", fast.velocity[i], oracle.velocity[i], shape)
 
 
 @graded
 def test_views_and_shared_storage_give_stage0_values() -> None:
     """A contiguous parameter is updated in its own storage; a transposed one, two
-    parameters on one storage (one without a gradient), and one tensor in two parameters
-    end as stage 0's SGD leaves them (it gives every parameter a new storage per step)."""
-
-    def parameters(backend: TensorBackend) -> tuple[list[Parameter], list[Tensor]]:
-        own = from_numpy(np.arange(6.0).reshape(2, 3), backend)
-        shared = from_numpy(np.arange(4.0), backend)
-        alias = Tensor(shared._tensor, backend=backend)  # the same storage
-        frozen = Tensor(shared._tensor, backend=backend)  # the same, and no gradient
-        transposed = from_numpy(np.arange(6.0).reshape(3, 2), backend).transpose()
-        twice = from_numpy(np.arange(3.0), backend)
-        tensors = [own, shared, alias, frozen, transposed, twice, twice]
-        return [Parameter(t) for t in tensors], tensors
-
-    results = []
-    for backend, optimizer_class in ((SimpleBackend, SGD), (FastTensorBackend, FastSGD)):
-        params, tensors = parameters(backend)
-        storage = tensors[0]._tensor._storage
-        optimizer = optimizer_class(params, lr=0.5, momentum=0.5)
-        for _ in range(2):
-            for p in params:
-                has_grad = p.value is not tensors[3]
-                p.value.grad = from_numpy(np.ones(p.value.shape), backend) if has_grad else None
-            optimizer.step()
-        if optimizer_class is FastSGD:
-            assert tensors[0]._tensor._storage is storage  # updated in place
-        results.append([exact_tensor(t, f"tensor {i}") for i, t in enumerate(tensors)])
-    for i, (want, got) in enumerate(zip(*results, strict=True)):
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"tensor {i}")
-    np.testing.assert_array_equal(results[1][3], np.arange(4.0))  # no gradient: untouched
+    parameters on one storage (and a third tensor on it without a gradient), and one
+    tensor in two parameters end as stage 0's SGD leaves them: it gives every parameter
+    a new storage per step, so each parameter moves by its own two steps (``lr * 1``,
+    then ``lr * 1.5`` with momentum 0.5 and gradients of ones: 1.25 in all), the tensor
+    in two parameters twice as far, and the tensor without a gradient not at all."""
+    own = from_numpy(np.arange(6.0).reshape(2, 3), FastTensorBackend)
+    shared = from_numpy(np.arange(4.0), FastTensorBackend)
+    alias = Tensor(shared._tensor, backend=FastTensorBackend)  # the same storage
+    frozen = Tensor(shared._tensor, backend=FastTensorBackend)  # the same, and no gradient
+    transposed = from_numpy(np.arange(6.0).reshape(3, 2), FastTensorBackend).transpose()
+    twice = from_numpy(np.arange(3.0), FastTensorBackend)
+    tensors = [own, shared, alias, frozen, transposed, twice, twice]
+    params = [Parameter(t) for t in tensors]
+    storage = own._tensor._storage
+    optimizer = FastSGD(params, lr=0.5, momentum=0.5)
+    for _ in range(2):
+        for p in params:
+            has_grad = p.value is not frozen
+            p.value.grad = (
+                from_numpy(np.ones(p.value.shape), FastTensorBackend) if has_grad else None
+            )
+        optimizer.step()
+    assert own._tensor._storage is storage  # updated in place
+    expected = [
+        np.arange(6.0).reshape(2, 3) - 1.25,
+        np.arange(4.0) - 1.25,
+        np.arange(4.0) - 1.25,
+        np.arange(4.0),
+        np.arange(6.0).reshape(3, 2).T - 1.25,
+        np.arange(3.0) - 2.5,
+        np.arange(3.0) - 2.5,
+    ]
+    for i, (t, want) in enumerate(zip(tensors, expected, strict=True)):
+        np.testing.assert_allclose(exact_tensor(t, f"tensor {i}"), want, rtol=RTOL, atol=ATOL,
+                                   err_msg=f"tensor {i}")  # fmt: skip
 
 
 # =========================================================================================
 # The kernels against NumPy, on both sides of PARALLEL_MIN
 # =========================================================================================
 
-SIZES = [1, 7, PARALLEL_MIN - 1, PARALLEL_MIN, 3 * PARALLEL_MIN + 5]
+SIZES = [1, 7, PARALLEL_MIN - 1, PARALLEL_MIN, 3 * PARALLEL_MIN + 5, 40_961]
 
 
 @graded
@@ -264,6 +315,30 @@ def test_sgd_update_matches_numpy(n: int, momentum: float) -> None:
             want_p = want_p - lr * g
             assert np.isnan(velocity).all()  # untouched without momentum
         np.testing.assert_allclose(param, want_p, rtol=RTOL, atol=ATOL, err_msg=f"step {step}")
+
+
+@graded
+def test_adam_update_runs_in_parallel() -> None:
+    n = 1_000_003
+    rng = np.random.default_rng(1)
+    param, g = rng.normal(size=n), rng.normal(size=n)
+    m, v = np.zeros(n), np.zeros(n)
+    assert_parallel(
+        lambda: adam_update(param, g, m, v, 1e-3, 0.9, 0.999, 1e-8, 1), "adam_update", adam_update
+    )
+    assert np.all(v > 0.0)  # every entry was updated
+
+
+@graded
+def test_sgd_update_runs_in_parallel() -> None:
+    n = 1_000_003
+    rng = np.random.default_rng(2)
+    param, g, velocity = rng.normal(size=n), rng.normal(size=n), np.zeros(n)
+    start = param.copy()
+    assert_parallel(
+        lambda: sgd_update(param, g, velocity, 1e-3, 0.9, True), "sgd_update", sgd_update
+    )
+    assert np.all(param != start)  # every entry moved
 
 
 # =========================================================================================
