@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,6 +58,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console()
+    if args.command in ("status", "test"):
+        from autograder.paths import other_tree_message
+
+        problem = other_tree_message(Path.cwd())
+        if problem:
+            console.print(f"[red]minitorch {args.command}:[/] {escape(problem)}", soft_wrap=True)
+            return 2
     if args.command == "status":
         from autograder.status import run_status
 

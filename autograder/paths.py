@@ -38,6 +38,29 @@ def repo_files(root: Path = ROOT) -> list[Path]:
     return sorted(found)
 
 
+def enclosing_tree(path: Path) -> Path | None:
+    """The course tree (a folder with ``autograder/registry.py``) that holds ``path``,
+    if any: where a student runs ``minitorch``."""
+    for folder in (path.resolve(), *path.resolve().parents):
+        if (folder / "autograder" / "registry.py").is_file():
+            return folder
+    return None
+
+
+def other_tree_message(cwd: Path) -> str | None:
+    """Why ``minitorch status``/``test`` run in ``cwd`` would report on the wrong tree:
+    the command is installed from ``ROOT`` but ``cwd`` is inside another course tree
+    (for example a new handout next to the environment of an earlier one)."""
+    here = enclosing_tree(cwd)
+    if here is None or here == ROOT:
+        return None
+    return (
+        f"this minitorch is installed from {ROOT}, so it would test that tree, not "
+        f"{here} where you are. Use {here}'s own environment: cd {here} && python3 -m "
+        f'venv .venv && .venv/bin/pip install -q -e ".[dev]" && .venv/bin/minitorch status'
+    )
+
+
 def available_tasks(root: Path = ROOT) -> tuple[Task, ...]:
     """The registry's tasks whose stage package is present in ``root`` (a handout
     released ``--through N`` has no later stages)."""

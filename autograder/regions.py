@@ -21,6 +21,7 @@ Every byte outside the regions is kept as it is.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -137,7 +138,9 @@ def stub_line(region: Region, newline: str = "\n") -> str:
     message = f"Task {region.task_id}: implement {what} (see module{stage}/README.md)"
     if region.nowrite:
         return f"{region.indent}pass  # {message}{newline}"
-    return f"{region.indent}raise NotImplementedError({message!r}){newline}"
+    # Double quotes, as the READMEs show it and ruff formats it; json.dumps escapes
+    # exactly as Python does for such a message (a path, a name, plain ASCII).
+    return f"{region.indent}raise NotImplementedError({json.dumps(message)}){newline}"
 
 
 def stub_block(region: Region, newline: str = "\n") -> list[str]:

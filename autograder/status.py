@@ -245,7 +245,11 @@ def _message(result: TestResult) -> list[str]:
             lines.append(f"(raised in {where['file']}:{where['line']}, in {where['function']})")
     else:  # no details (a crash in setup, an older plugin): the end of pytest's text
         lines = [line for line in result.message.strip().splitlines() if line.strip()][-6:]
-    lines = [line for line in lines if " at 0x" not in line]  # function reprs: noise
+    # Noise: function reprs, and the suite's exact-type wrappers (``5.0 = exact_float(5.0)``).
+    lines = [
+        line for line in lines
+        if " at 0x" not in line and not re.search(r"where (.+) = exact_\w+\(\1\)$", line)
+    ]  # fmt: skip
     if len(lines) > MESSAGE_LINES:
         lines = [*lines[: MESSAGE_LINES - 1], "..."]
     return lines

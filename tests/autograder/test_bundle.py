@@ -70,7 +70,7 @@ def test_handout_bundle_ships_no_solution(handout_zip: Path) -> None:
                 text = zf.read(name).decode("utf-8", errors="replace")
                 assert not MARKER_LINE.search(text), name
     operators = _read(handout_zip, "grader/module0/operators.py")
-    assert "raise NotImplementedError('Task 0.1: implement mul in" in operators
+    assert 'raise NotImplementedError("Task 0.1: implement mul in' in operators
     assert "return x * y" not in operators
     assert "grader/tests/module0/test_operators.py" in names
     assert "grader/autograder/cli.py" in names and "grader/pyproject.toml" in names

@@ -126,6 +126,21 @@ def test_status_command_on_a_handout(handout: Path, quick_hypothesis: None) -> N
     assert f"0.0 / {TOTAL}" in proc.stdout
 
 
+def test_status_and_test_refuse_to_report_on_another_tree(handout: Path) -> None:
+    """The reference's ``minitorch``, run inside a handout, would grade the reference:
+    it says so and exits 2 instead of showing the wrong tree's progress."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400", "NO_COLOR": "1"}
+    for args in (["status"], ["test", "0.1"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "autograder.cli", *args], cwd=handout / "module0", env=env,
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"installed from {ROOT}" in proc.stdout, proc.stdout
+        assert f"cd {handout} && python3 -m venv .venv" in proc.stdout, proc.stdout
+        assert "tasks passed" not in proc.stdout
+
+
 # -- test -------------------------------------------------------------------------------
 
 

@@ -127,7 +127,6 @@ def test_declared_files_raise_naming_task_function_and_file(
         regions = find_regions((ROOT / path).read_text(encoding="utf-8"), path)
         assert regions, path
         for region in regions:
-            assert region.function, f"{path}:{region.begin} is in no function"
             message = (
                 f"Task {region.task_id}: implement {region.function} in {path} "
                 f"(see module{region.task_id.split('.')[0]}/README.md)"
@@ -136,11 +135,12 @@ def test_declared_files_raise_naming_task_function_and_file(
                 body = "".join(region.body((ROOT / path).read_text().splitlines(True)))
                 assert body not in handout_text, (path, region.begin)
                 continue
+            assert region.function, f"{path}:{region.begin} is in no function"
             # Inside a CUDA kernel (a ``nowrite`` region) the stub writes nothing.
             line = (
                 f"pass  # {message}"
                 if region.nowrite
-                else f"raise NotImplementedError('{message}')"
+                else f'raise NotImplementedError("{message}")'
             )
             # Between two lines that name the task: where the student's code goes.
             block = (
@@ -149,7 +149,7 @@ def test_declared_files_raise_naming_task_function_and_file(
             )
             assert block in handout_text, (path, region.function)
         stubs = re.findall(
-            r"raise NotImplementedError\('Task (\d+\.\d+): |pass  # Task (\d+\.\d+): ", handout_text
+            r'raise NotImplementedError\("Task (\d+\.\d+): |pass  # Task (\d+\.\d+): ', handout_text
         )
         found = sorted(raised or passed for raised, passed in stubs)
         assert found == sorted(r.task_id for r in regions if not r.omit), path
@@ -416,8 +416,8 @@ def test_stub_text_replaces_each_region_by_a_stub_between_two_task_lines() -> No
     stubbed = stub_text(sample(), "module3/box.py")
     assert stubbed.splitlines()[6:10] == [
         "        # ---- Task 3.1: your code starts here ----",
-        "        raise NotImplementedError('Task 3.1: implement Box.size in module3/box.py "
-        "(see module3/README.md)')",
+        '        raise NotImplementedError("Task 3.1: implement Box.size in module3/box.py '
+        '(see module3/README.md)")',
         "        # ---- Task 3.1: your code ends here ----",
         "",
     ]
@@ -425,7 +425,7 @@ def test_stub_text_replaces_each_region_by_a_stub_between_two_task_lines() -> No
         "        pass  # Task 3.2: implement Box.kernel in module3/box.py "
         "(see module3/README.md)\n" in stubbed
     )
-    assert "    raise NotImplementedError('Task 3.1: implement top in module3/box.py" in stubbed
+    assert '    raise NotImplementedError("Task 3.1: implement top in module3/box.py' in stubbed
     assert WORD not in stubbed
     assert "return 1" not in stubbed and "out[0] = 1.0" not in stubbed
 
@@ -484,7 +484,7 @@ def test_an_omit_region_leaves_nothing_and_keeps_the_spacing() -> None:
     stubbed = stub_text(omit_sample(), "module3/box.py")
     assert "helper" not in stubbed
     assert stubbed.startswith('"""A module."""\n\n\ndef top(x: int) -> int:\n')
-    assert "raise NotImplementedError('Task 3.1: implement top in" in stubbed
+    assert 'raise NotImplementedError("Task 3.1: implement top in' in stubbed
     assert set(omitted_names(omit_sample(), "module3/box.py")) == {"helper"}
     assert omitted_names(omit_sample(), "module3/box.py", {"3.2"}) == {}
 
