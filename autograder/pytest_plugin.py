@@ -40,7 +40,6 @@ import hmac
 import json
 import math
 import os
-import re
 import sys
 import types
 from pathlib import Path
@@ -48,10 +47,8 @@ from typing import Any
 
 import pytest
 
+from autograder.regions import STUB_MESSAGE
 from autograder.registry import TASKS, Task
-
-STUB_MESSAGE = re.compile(r"^Task (?P<task>\d+\.\d+): implement (?P<what>.+?)(?: \(see |$)")
-"""The message of a handout stub's NotImplementedError (see ``autograder.regions``)."""
 
 TASK_MARKERS = {t.marker: t.id for t in TASKS}
 _GUARDED_HOOKS = (

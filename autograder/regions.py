@@ -131,6 +131,10 @@ STUDENT_BEGIN = re.compile(r"^(?P<indent>[ \t]*)# ---- Task (?P<task>\S+): your 
 STUDENT_END = re.compile(r"^[ \t]*# ---- Task (?P<task>\S+): your code ends here")
 
 
+STUB_MESSAGE = re.compile(r"^Task (?P<task>\d+\.\d+): implement (?P<what>.+?)(?: \(see |$)")
+"""The message of a handout stub's NotImplementedError, as :func:`stub_line` writes it."""
+
+
 def stub_line(region: Region, newline: str = "\n") -> str:
     """The stub statement that stands in for ``region`` in the handout (one line)."""
     stage = region.task_id.split(".")[0]

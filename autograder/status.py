@@ -24,8 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from autograder.paths import ROOT, available_tasks, test_dirs
-from autograder.pytest_plugin import STUB_MESSAGE
-from autograder.regions import STUDENT_BEGIN, STUDENT_END, stub_pattern
+from autograder.regions import STUB_MESSAGE, STUDENT_BEGIN, STUDENT_END, stub_pattern
 from autograder.registry import Task, get_task
 from autograder.runner import RunResult, TestResult, run_pytest
 

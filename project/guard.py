@@ -30,11 +30,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
+from autograder.regions import STUB_MESSAGE
+
 EXIT_NOT_DONE = 3
 """Exit status of a script that needs a task that is not done (or a missing stage)."""
 
 ROOT = Path(__file__).resolve().parents[1]
-_STUB = re.compile(r"^Task (?P<task>\d+\.\d+): implement ")
 _STAGE = re.compile(r"^module(?P<stage>\d+)$")
 
 
@@ -96,7 +97,7 @@ def explain(exc: BaseException) -> str | None:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, NotImplementedError):
-            if m := _STUB.match(str(current)):
+            if m := STUB_MESSAGE.match(str(current)):
                 return not_done_message(m["task"])
         if isinstance(current, ModuleNotFoundError) and current.name:
             if m := _STAGE.match(current.name.split(".")[0]):

@@ -144,6 +144,35 @@ def test_a_stub_reached_at_run_time_gives_the_same_line(stage0: Path) -> None:
     assert proc.stderr.strip() == "task 0.1 is not done yet: minitorch test 0.1"
 
 
+WITHOUT_DEV = """
+import sys
+for name in ("pytest", "_pytest", "hypothesis"):  # the dev extras: absent after `pip install .`
+    sys.modules[name] = None
+"""
+IMPORT_ALL = """
+import importlib, pkgutil, project
+for info in pkgutil.iter_modules(project.__path__):
+    importlib.import_module("project." + info.name)
+"""
+MAIN_JOB = """
+import runpy
+sys.argv = ["project", *sys.argv[1:]]
+runpy.run_module("project", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_the_scripts_need_only_the_runtime_dependencies(stage0: Path) -> None:
+    """Quickstart command 1 installs without the dev extras (no pytest, no Hypothesis):
+    every module of ``project`` imports and the main job starts in the reference, and
+    a handout's main job still names the first task to do."""
+    proc = run_in(ROOT, "-c", WITHOUT_DEV + IMPORT_ALL + MAIN_JOB, "--help")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "usage:" in proc.stdout
+    proc = run_in(stage0, "-c", WITHOUT_DEV + MAIN_JOB)
+    assert proc.returncode == EXIT_NOT_DONE, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == "task 0.1 is not done yet: minitorch test 0.1"
+
+
 def test_the_main_job_trains_the_latest_stage_that_is_done(stage0: Path, tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     write_handout(ROOT, tree, through=0)
