@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from module1.tensor import Tensor
@@ -34,6 +35,30 @@ floats = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False)
 values = st.one_of(st.sampled_from([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0]), floats)
 positive = st.floats(min_value=0.1, max_value=10.0)
 nonzero = st.one_of(st.floats(min_value=0.25, max_value=10.0), st.floats(-10.0, -0.25))
+
+
+def sigmoid(x: Array) -> Array:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+UNARY_OPS = [
+    pytest.param(lambda t: -t, np.negative, lambda x: -np.ones_like(x), values, id="neg"),
+    pytest.param(Tensor.exp, np.exp, np.exp, values, id="exp"),
+    pytest.param(Tensor.log, np.log, lambda x: 1.0 / x, positive, id="log"),
+    pytest.param(Tensor.sigmoid, sigmoid, lambda x: sigmoid(x) * (1.0 - sigmoid(x)), values,
+                 id="sigmoid"),
+    pytest.param(Tensor.relu, lambda x: np.where(x > 0.0, x, 0.0), lambda x: (x > 0.0) * 1.0,
+                 values, id="relu"),
+    pytest.param(Tensor.tanh, np.tanh, lambda x: 1.0 - np.tanh(x) ** 2, values, id="tanh"),
+    pytest.param(lambda t: 1.0 / t, lambda x: 1.0 / x, lambda x: -1.0 / (x * x), nonzero,
+                 id="inv"),
+    pytest.param(lambda t: t**2.0, np.square, lambda x: 2.0 * x, values, id="pow2"),
+    pytest.param(lambda t: t**0.5, np.sqrt, lambda x: 0.5 / np.sqrt(x), positive, id="sqrt"),
+    pytest.param(lambda t: 2.0 - t * 3.0, lambda x: 2.0 - x * 3.0, lambda x: np.full_like(x, -3.0),
+                 values, id="numbers"),
+]  # fmt: skip
+"""Every stage-1 unary operation, as (operation, NumPy forward, NumPy derivative, entry
+values; relu's derivative at 0 is 0): each backend's tests run them all."""
 
 
 def broadcast_pairs(

@@ -67,6 +67,7 @@ from module2.fast_ops import (
     tensor_zip_kernel,
 )
 from tests.layouts import (
+    UNARY_OPS,
     Layout,
     assert_close,
     broadcast_pairs,
@@ -164,10 +165,6 @@ def pairwise(partials: Callable[[Array, Array], tuple[Any, Any]]) -> Gradients:
     return grads
 
 
-def sigmoid(x: Array) -> Array:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def zero(x: Array, y: Array) -> tuple[float, float]:
     return 0.0, 0.0
 
@@ -179,22 +176,9 @@ def zero(x: Array, y: Array) -> tuple[float, float]:
 # -- every stage-1 operation but matmul, through the Tensor API ----------------------------
 
 UNARY = [
-    pytest.param(lambda t: -t, np.negative, lambda x: -np.ones_like(x), values, id="neg"),
-    pytest.param(Tensor.exp, np.exp, np.exp, values, id="exp"),
-    pytest.param(Tensor.log, np.log, lambda x: 1.0 / x, positive, id="log"),
-    pytest.param(Tensor.sigmoid, sigmoid, lambda x: sigmoid(x) * (1.0 - sigmoid(x)), values,
-                 id="sigmoid"),
-    pytest.param(Tensor.relu, lambda x: np.where(x > 0.0, x, 0.0), lambda x: (x > 0.0) * 1.0,
-                 values, id="relu"),
-    pytest.param(Tensor.tanh, np.tanh, lambda x: 1.0 - np.tanh(x) ** 2, values, id="tanh"),
-    pytest.param(lambda t: 1.0 / t, lambda x: 1.0 / x, lambda x: -1.0 / (x * x), nonzero,
-                 id="inv"),
-    pytest.param(lambda t: t**2.0, np.square, lambda x: 2.0 * x, values, id="pow2"),
-    pytest.param(lambda t: t**0.5, np.sqrt, lambda x: 0.5 / np.sqrt(x), positive, id="sqrt"),
+    *UNARY_OPS,
     pytest.param(lambda t: t ** (-1.5), lambda x: x**-1.5, lambda x: -1.5 * x**-2.5, positive,
                  id="pow-1.5"),
-    pytest.param(lambda t: 2.0 - t * 3.0, lambda x: 2.0 - x * 3.0, lambda x: np.full_like(x, -3.0),
-                 values, id="numbers"),
     pytest.param(lambda t: (t + 1.0) / 4.0 - 0.5, lambda x: (x + 1.0) / 4.0 - 0.5,
                  lambda x: np.full_like(x, 0.25), values, id="more-numbers"),
 ]  # fmt: skip

@@ -71,6 +71,7 @@ from module3.cuda_ops import (
     tensor_zip,
 )
 from tests.layouts import (
+    UNARY_OPS,
     Layout,
     assert_close,
     broadcast_pairs,
@@ -228,26 +229,9 @@ def launch_1d(size: int, threads: int) -> tuple[int, int]:
 # -- through the Tensor API ----------------------------------------------------------------
 
 
-def sigmoid(x: Array) -> Array:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 # (operation, NumPy forward, NumPy derivative, inputs): relu's derivative at 0 is 0.
 UNARY = [
-    pytest.param(lambda t: -t, np.negative, lambda x: -1.0, values, id="neg"),
-    pytest.param(Tensor.exp, np.exp, np.exp, values, id="exp"),
-    pytest.param(Tensor.log, np.log, lambda x: 1.0 / x, positive, id="log"),
-    pytest.param(Tensor.sigmoid, sigmoid, lambda x: sigmoid(x) * (1.0 - sigmoid(x)), values,
-                 id="sigmoid"),
-    pytest.param(Tensor.relu, lambda x: np.where(x > 0.0, x, 0.0), lambda x: (x > 0.0) * 1.0,
-                 values, id="relu"),
-    pytest.param(Tensor.tanh, np.tanh, lambda x: 1.0 - np.tanh(x) ** 2, values, id="tanh"),
-    pytest.param(lambda t: 1.0 / t, lambda x: 1.0 / x, lambda x: -1.0 / (x * x), nonzero,
-                 id="inv"),
-    pytest.param(lambda t: t**2.0, np.square, lambda x: 2.0 * x, values, id="pow2"),
-    pytest.param(lambda t: t**0.5, np.sqrt, lambda x: 0.5 / np.sqrt(x), positive, id="sqrt"),
-    pytest.param(lambda t: 2.0 - t * 3.0, lambda x: 2.0 - x * 3.0, lambda x: -3.0, values,
-                 id="numbers"),
+    *UNARY_OPS,
     pytest.param(Tensor.contiguous, lambda x: x, lambda x: 1.0, values, id="copy"),
 ]  # fmt: skip
 
