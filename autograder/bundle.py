@@ -6,24 +6,26 @@ the image, then ``run_autograder`` once per submission with the submission at
 The zip holds, at its top level:
 
 ``setup.sh``
-    installs a Python >= 3.11 (with apt, if the image has none), makes a virtual
-    environment and installs the grader's *dependencies* into it (the runtime
-    dependencies from ``pyproject.toml`` plus pytest, hypothesis and pytest-timeout),
-    then runs ``minitorch doctor`` as a smoke test.
+    installs bubblewrap (the sandbox) and a Python >= 3.11 (with apt, if the image has
+    none), makes a virtual environment and installs the grader's *dependencies* into it
+    (the runtime dependencies from ``pyproject.toml`` plus pytest, hypothesis and
+    pytest-timeout), makes the grader's tree readable by root only, then runs
+    ``minitorch doctor`` and a sandbox check as smoke tests.
 ``run_autograder``
     runs ``python -m autograder.cli grade`` from ``/autograder/source/grader`` (with
     ``--stage`` / ``--reference-prerequisites`` baked in when given) and always leaves a
     ``results.json``: if the grader wrote none, the script writes a zero score that says
     the grader failed.
 ``grader/``
-    the grader's copy of the repository. The submission's code runs in the same
-    container, so this holds nothing the grading does not need: normally a *verified
-    student handout* (made by :func:`autograder.release.release`; a file missing from a
-    submission gets its stub). With ``reference_prerequisites`` the grader needs the
-    reference for the earlier stages, so ``grader/`` is the **reference tree, and its
-    solutions are readable by the submission's code inside the container** (they are
-    copied into the grading workspace as well). Use that mode only where this is
-    acceptable.
+    the reference in the released shape (stages 0..``stage``, or all): grading compares
+    the submission's answers with the reference's, so the grader needs the solutions.
+    The submission's code never sees them: it runs in a bubblewrap sandbox that binds
+    only a workspace made of the submission's declared files and stubs (see
+    ``autograder/sandbox.py``), as the unprivileged user ``nobody``, and ``setup.sh``
+    makes ``grader/`` readable by root only. The release is verified first (through
+    ``stage``): the handout must score 0 and the shaped reference full marks. With
+    ``reference_prerequisites`` the earlier stages' declared files in the workspace are
+    the reference's, so those solutions *are* readable by the graded code.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from autograder.paths import ROOT, available_tasks, repo_files
-from autograder.release import release
+from autograder.release import release, shaped_reference
 
 _GRADING_EXTRAS = ("pytest", "hypothesis", "pytest-timeout")
 _ZIP_TIME = (2020, 1, 1, 0, 0, 0)  # fixed, so the same tree gives the same zip
@@ -63,8 +65,10 @@ def _requirement_name(requirement: str) -> str:
     return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else ""
 
 
-def setup_script(reqs: list[str]) -> str:
-    """The text of ``setup.sh``."""
+def setup_script(reqs: list[str], task_ids: list[str] | None = None) -> str:
+    """The text of ``setup.sh`` (``task_ids``: the graded tasks, whose reference kernels
+    it compiles once, so that grades find them cached)."""
+    warm = " ".join(shlex.quote(t) for t in (task_ids or []))
     quoted = "\n".join(f"    {shlex.quote(r)}" for r in reqs)
     return f"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, to build the autograder image (written by
@@ -97,6 +101,10 @@ apt_install() {{
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
 }}
 
+if ! command -v bwrap >/dev/null 2>&1; then
+    apt-get update
+    apt_install bubblewrap
+fi
 if ! PYTHON=$(find_python); then
     apt-get update
     apt_install python3 python3-venv python3-pip || true
@@ -119,9 +127,17 @@ fi
 "$VENV/bin/python" -m pip install --no-cache-dir "${{REQUIREMENTS[@]}}"
 
 chmod +x "$AUTOGRADER/source/run_autograder" 2>/dev/null || true
-# Smoke test: the grader's tree loads and its environment is complete.
+# The grader's tree holds the reference solutions: readable by root only. (The sandbox
+# never binds it anyway; this also keeps it from anything else in the container.)
+chown -R root:root "$AUTOGRADER/source/grader"
+chmod -R go-rwx "$AUTOGRADER/source/grader"
+# Smoke tests: the grader's tree loads, its environment is complete, and a sandbox can
+# be made here (without one, minitorch grade refuses to grade).
 cd "$AUTOGRADER/source/grader"
 "$VENV/bin/python" -m autograder.cli doctor
+"$VENV/bin/python" -m autograder.sandbox
+# Compile the reference's kernels once (Numba caches them beside the grader's sources).
+NUMBA_ENABLE_CUDASIM=1 "$VENV/bin/python" -m autograder.checks {warm} --seed 0 --fd 1 >/dev/null
 """
 
 
@@ -206,14 +222,15 @@ def build_gradescope_bundle(
     reference_prerequisites: bool = False,
     root: Path = ROOT,
     log: Callable[[str], None] = print,
+    verify: bool = True,
 ) -> Path:
     """Write the Gradescope autograder zip for the reference at ``root``; return its path.
 
-    Without ``reference_prerequisites`` ``grader/`` is a verified handout (released
-    through ``stage`` when one is given); a handout that fails verification raises
-    :class:`autograder.release.ReleaseError` and no zip is written. With it, ``grader/``
-    is the reference tree, whose solutions the graded code can then read. The zip is
-    written to a temporary file beside ``out_zip`` and renamed into place.
+    ``grader/`` is the reference in the released shape (through ``stage`` when one is
+    given), after the release through that stage verified; a release that fails
+    verification raises :class:`autograder.release.ReleaseError` and no zip is written.
+    The zip is written to a temporary file beside ``out_zip`` and renamed into place.
+    ``verify=False`` skips the release's verification (for trying the scripts only).
     """
     root = root.resolve()
     out_zip = Path(out_zip).resolve()
@@ -222,7 +239,10 @@ def build_gradescope_bundle(
     if reference_prerequisites and stage is None:
         raise ValueError("reference_prerequisites needs a stage")
     scripts = {
-        "setup.sh": setup_script(requirements(root)),
+        "setup.sh": setup_script(
+            requirements(root),
+            [t.id for t in available_tasks(root) if stage is None or t.stage <= stage],
+        ),
         "run_autograder": run_script(stage, reference_prerequisites),
     }
     out_zip.parent.mkdir(parents=True, exist_ok=True)
@@ -230,16 +250,13 @@ def build_gradescope_bundle(
     os.close(fd)
     tmp_zip = Path(tmp_name)
     try:
+        with tempfile.TemporaryDirectory(prefix="minitorch-bundle-") as tmp:
+            release(Path(tmp) / "handout", stage, root=root, log=log, check=verify)
         if reference_prerequisites:
-            log("shipping the reference tree: its solutions are readable in the container")
-            skip = {out_zip, tmp_zip}
-            files = [rel for rel in repo_files(root) if (root / rel).resolve() not in skip]
-            _write_zip(tmp_zip, scripts, root, files)
-        else:
-            with tempfile.TemporaryDirectory(prefix="minitorch-bundle-") as tmp:
-                handout = Path(tmp) / "handout"
-                release(handout, stage, root=root, log=log)
-                _write_zip(tmp_zip, scripts, handout, repo_files(handout))
+            log("the earlier stages' solutions go into the grading workspace: readable "
+                "by the graded code")  # fmt: skip
+        shaped = shaped_reference(root, stage)
+        _write_zip(tmp_zip, scripts, shaped, repo_files(shaped))
         os.chmod(tmp_zip, 0o644)
         os.replace(tmp_zip, out_zip)
     except BaseException:

@@ -24,7 +24,13 @@ def _parser() -> argparse.ArgumentParser:
         prog="minitorch", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("status", help="a table of every task: passed / failed / not started")
+    status = sub.add_parser("status", help="a table of every task: passed / failed / not started")
+    status.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write classroom.json and summary.md here (feedback)",
+    )
     test = sub.add_parser("test", help="run one task's tests (no task: list the tasks)")
     test.add_argument("task", nargs="?", default=None, help="task id, e.g. 0.4")
     test.add_argument("--full", action="store_true",
@@ -45,9 +51,16 @@ def _parser() -> argparse.ArgumentParser:
                        help="grade only this task (repeatable)")  # fmt: skip
     grade.add_argument("--reference-prerequisites", action="store_true",
                        help="use the reference for stages below --stage")  # fmt: skip
-    grade.add_argument("--per-test-timeout", type=float, default=60.0, metavar="S")
-    grade.add_argument("--task-timeout", type=float, default=600.0, metavar="S")
+    grade.add_argument("--per-test-timeout", type=float, default=60.0, metavar="S",
+                       help="time limit of one check")  # fmt: skip
+    grade.add_argument("--task-timeout", type=float, default=600.0, metavar="S",
+                       help="time limit of one task's sandboxed run")  # fmt: skip
     grade.add_argument("--memory-mb", type=int, default=4096, help="0 for no limit")
+    grade.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="grade without the bubblewrap sandbox (only for code you trust)",
+    )
     bundle = sub.add_parser("gradescope-bundle", help="build a Gradescope autograder zip")
     bundle.add_argument("out_zip", type=Path)
     bundle.add_argument("--stage", type=int, default=None)
@@ -68,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "status":
         from autograder.status import run_status
 
-        return run_status(console=console)
+        return run_status(console=console, out=args.out)
     if args.command == "test":
         from autograder.status import run_task_tests
 
@@ -98,9 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = grade_to(
             args.submission, args.out, stage=args.stage,
             reference_prerequisites=args.reference_prerequisites, limits=limits,
-            log=console.print, task_ids=args.tasks,
+            log=console.print, task_ids=args.tasks, unsafe_no_sandbox=args.unsafe_no_sandbox,
         )  # fmt: skip
         console.print((args.out / "summary.md").read_text(encoding="utf-8"))
+        if "SandboxUnavailable:" in report.grader_error:
+            console.print(f"[red]no grade issued:[/] {report.grader_error}")
+            return 2
         console.print(f"score {report.score:g} / {report.max_score:g}; results in {args.out}")
         return 1 if report.grader_error else 0
     if args.command == "gradescope-bundle":

@@ -1,4 +1,4 @@
-"""The course's pytest plugin: task markers, Hypothesis profiles, and a signed report.
+"""The course's pytest plugin: task markers, Hypothesis profiles, and a report.
 
 ``tests/conftest.py`` uses :func:`register_markers` and :func:`load_hypothesis_profile`;
 the tooling loads this module with ``-p autograder.pytest_plugin`` (and, when grading,
@@ -6,21 +6,9 @@ the tooling loads this module with ``-p autograder.pytest_plugin`` (and, when gr
 
 With ``--minitorch-report PATH`` it appends one JSON line per finished test (outcome,
 duration, task markers, a short failure message), one per collection error, and a last
-``finish`` line. With ``--minitorch-key-fd FD`` it reads a per-run secret from that
-file descriptor (and closes it) before any test module is imported, and signs every
-line with an HMAC, so the grading parent can reject lines it did not get from here.
-
-At the end of collection it reports a fingerprint of the code of every imported test
-module, which the grader compares with its own, so a test file rewritten at run time is
-caught. It also records, before collection imports a submission's code, the identity of the
-pytest internals and helpers that decide an outcome (``call_and_report``,
-``TestReport.from_item_and_call``, ``pytest.approx``, ``math.isclose``, the report hook
-implementations, the registered plugins, this reporter's own ``write``...), and then
-the function each collected test runs. Every line carries whether any of that has
-changed; the grader scores a run with any change as zero.
-
-The signature proves a line came from a process holding the secret; it cannot prove
-that code inside that process (the submission runs there too) did not misuse it.
+``finish`` line: what ``minitorch status``, ``minitorch test`` and ``minitorch release``
+read. It is the student's feedback, not a grade: ``minitorch grade`` decides scores from
+graded checks, outside the student's process (``autograder/checks.py``).
 
 For every run (the student's ``pytest`` too, through ``tests/conftest.py``): a test that
 reaches a handout stub (``NotImplementedError("Task 0.4: implement ...")``) ends there.
@@ -32,13 +20,9 @@ called (for ``minitorch test``'s "where to look").
 
 from __future__ import annotations
 
-import builtins
 import ctypes
 import functools
-import hashlib
-import hmac
 import json
-import math
 import os
 import sys
 import types
@@ -51,14 +35,6 @@ from autograder.regions import STUB_MESSAGE
 from autograder.registry import TASKS, Task
 
 TASK_MARKERS = {t.marker: t.id for t in TASKS}
-_GUARDED_HOOKS = (
-    "pytest_runtest_protocol",
-    "pytest_runtest_makereport",
-    "pytest_runtest_call",
-    "pytest_pyfunc_call",
-    "pytest_runtest_logreport",
-    "pytest_report_teststatus",
-)
 
 
 def gpu_present() -> bool:
@@ -383,152 +359,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         outcome.get_result().minitorch_reached = item.stash[REACHED]
 
 
-def _fingerprint_code(code: types.CodeType, digest: Any) -> None:
-    digest.update(code.co_code)
-    digest.update(repr((code.co_names, code.co_varnames, code.co_freevars)).encode())
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _fingerprint_code(const, digest)
-        else:
-            digest.update(repr(const).encode())
-
-
-def module_fingerprint(module: types.ModuleType) -> str:
-    """A hash of the code of every function and method a module defines (a Hypothesis
-    test counts by its inner test), to prove test modules were not rewritten."""
-    digest = hashlib.sha256()
-    for name in sorted(vars(module)):
-        obj = vars(module)[name]
-        if getattr(obj, "__module__", None) != module.__name__:
-            continue
-        members = [obj] if not isinstance(obj, type) else list(vars(obj).values())
-        for member in members:
-            member = getattr(getattr(member, "hypothesis", None), "inner_test", member)
-            code = getattr(member, "__code__", None)
-            if isinstance(code, types.CodeType):
-                digest.update(name.encode())
-                _fingerprint_code(code, digest)
-    return digest.hexdigest()
-
-
-def _guarded_objects() -> dict[str, Any]:
-    import _pytest.python
-    import _pytest.reports
-    import _pytest.runner
-
-    objects = {
-        "call_and_report": _pytest.runner.call_and_report,
-        "runtestprotocol": _pytest.runner.runtestprotocol,
-        "CallInfo.from_call": _pytest.runner.CallInfo.from_call,
-        "TestReport.from_item_and_call": _pytest.reports.TestReport.from_item_and_call,
-        "Function.runtest": _pytest.python.Function.runtest,
-        "pytest.approx": pytest.approx,
-        "pytest.raises": pytest.raises,
-        "math.isclose": math.isclose,
-        "math.isnan": math.isnan,
-        "math.isinf": math.isinf,
-        "math.isfinite": math.isfinite,
-        "math.copysign": math.copysign,
-        "math.fsum": math.fsum,
-        "builtins.isinstance": builtins.isinstance,
-        "builtins.float": builtins.float,
-        "builtins.type": builtins.type,
-        "Reporter.write": Reporter.write,
-        "hmac.new": hmac.new,
-        "hmac.HMAC.hexdigest": hmac.HMAC.hexdigest,
-        "json.dumps": json.dumps,
-        "hashlib.sha256": hashlib.sha256,
-    }
-    try:  # the suite's exact-type assertion helpers, when the tree has them
-        import tests.strict as strict
-
-        objects.update(
-            {f"tests.strict.{name}": getattr(strict, name) for name in dir(strict)
-             if name.startswith("exact_")}
-        )  # fmt: skip
-    except ImportError:
-        pass
-    # A classmethod gives a new bound method on each access: compare the function.
-    return {name: getattr(obj, "__func__", obj) for name, obj in objects.items()}
-
-
-class TamperGuard:
-    """Remembers what decides an outcome; :meth:`changes` lists what differs now.
-
-    Taken when collection starts, before any test module (and so any submission code)
-    is imported: the guarded objects, the hook implementations, the registered plugins.
-    Later, the functions collected for each test are remembered too, and a test whose
-    item no longer runs that function is reported.
-    """
-
-    def __init__(self, config: pytest.Config, reporter: Reporter) -> None:
-        self.config = config
-        self.reporter = reporter
-        self.objects = _guarded_objects()
-        self.hooks = self._hooks()
-        self.plugins = list(config.pluginmanager.get_plugins())
-        self.functions: dict[str, Any] = {}
-        self.swapped: list[str] = []
-
-    def _hooks(self) -> dict[str, list[Any]]:
-        hook = self.config.pluginmanager.hook
-        return {
-            name: [impl.function for impl in getattr(hook, name).get_hookimpls()]
-            for name in _GUARDED_HOOKS
-        }
-
-    def changes(self) -> list[str]:
-        now = _guarded_objects()
-        found = [name for name, obj in self.objects.items() if now[name] is not obj]
-        hooks = self._hooks()
-        found += [f"hook {name}" for name in _GUARDED_HOOKS if hooks[name] != self.hooks[name]]
-        manager = self.config.pluginmanager
-        found += [
-            f"plugin {manager.get_name(plugin)} registered during the run"
-            for plugin in manager.get_plugins()
-            if not any(plugin is known for known in self.plugins)
-        ]
-        if "write" in vars(self.reporter) or type(self.reporter) is not Reporter:
-            found.append("the reporter was replaced")
-        found += self.swapped
-        return found
-
-    def check_item(self, item: pytest.Item) -> None:
-        """Note a test whose item no longer runs the function collected for it."""
-        expected = self.functions.get(item.nodeid)
-        if expected is not None and getattr(item, "obj", None) is not expected:
-            self.swapped.append(f"test function of {item.nodeid} swapped")
-
-
 class Reporter:
-    """Writes the signed JSON-lines report."""
+    """Writes the JSON-lines report."""
 
-    def __init__(self, config: pytest.Config, path: str, key: bytes) -> None:
+    def __init__(self, config: pytest.Config, path: str) -> None:
         self.config = config
-        self.key = key
-        self.seq = 0
         self.file = open(path, "a", buffering=1, encoding="utf-8")
-        self.guard: TamperGuard | None = None
         self.rootdir = Path(str(config.rootpath)).resolve()
 
     def write(self, record: dict[str, Any]) -> None:
-        record["seq"] = self.seq
-        record["tampered"] = self.guard.changes() if self.guard else []
-        self.seq += 1
-        payload = json.dumps(record, sort_keys=True)
-        mac = hmac.new(self.key, payload.encode(), hashlib.sha256).hexdigest() if self.key else ""
-        self.file.write(json.dumps({"record": payload, "mac": mac}) + "\n")
+        self.file.write(json.dumps(record, sort_keys=True) + "\n")
         self.file.flush()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
-        self.guard = TamperGuard(self.config, self)
         self.write({"event": "start", "python": sys.version.split()[0]})
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> None:
-        if self.guard is not None:
-            self.guard.check_item(item)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -538,10 +383,6 @@ class Reporter:
             )  # fmt: skip
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if self.guard is not None:
-            self.guard.functions = {
-                item.nodeid: getattr(item, "obj", None) for item in session.items
-            }
         # Stage packages must come from the tree under test, not an installed copy.
         foreign = []
         for name, module in list(sys.modules.items()):
@@ -555,15 +396,7 @@ class Reporter:
                              if m.name in TASK_MARKERS)}
             for item in session.items
         ]  # fmt: skip
-        fingerprints = {
-            name: module_fingerprint(module)
-            for name, module in sorted(sys.modules.items())
-            if name == "tests" or name.startswith("tests.")
-        }
-        self.write(
-            {"event": "collected", "items": items, "foreign_modules": foreign,
-             "fingerprints": fingerprints}
-        )  # fmt: skip
+        self.write({"event": "collected", "items": items, "foreign_modules": foreign})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or report.outcome != "passed":
@@ -596,9 +429,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("minitorch", "course tooling")
     group.addoption("--minitorch-report", default=None, help="append a JSON-lines report here")
     group.addoption(
-        "--minitorch-key-fd", type=int, default=None, help="read the report's HMAC key here"
-    )
-    group.addoption(
         "--minitorch-not-started", default="", metavar="IDS",
         help="skip, without running them, the tests of these tasks (comma-separated)",
     )  # fmt: skip
@@ -613,14 +443,6 @@ def pytest_configure(config: pytest.Config) -> None:
     load_hypothesis_profile()
     path = config.getoption("--minitorch-report")
     if path:
-        key = b""
-        fd = config.getoption("--minitorch-key-fd")
-        if fd is not None:
-            chunks = []
-            while chunk := os.read(fd, 4096):
-                chunks.append(chunk)
-            os.close(fd)
-            key = b"".join(chunks)
-        config.pluginmanager.register(Reporter(config, path, key), "minitorch-reporter")
+        config.pluginmanager.register(Reporter(config, path), "minitorch-reporter")
     if config.getoption("--minitorch-reach", False):
         config.pluginmanager.register(ReachTracker(config), "minitorch-reach")

@@ -21,9 +21,14 @@ naming the task, file and test when any check does not hold:
    region in each file it lists;
 3. every released stage package imports, and the handout's tests collect;
 4. every graded test (one with a task marker) fails on the handout;
-5. every graded test passes on the reference;
+5. every graded test passes on the reference *in the released shape* (a copy of the
+   reference with the same files as the handout: what passes only next to later stages
+   fails here);
 6. every function a task lists (so every stub of the task) is called by the task's own
-   tests on the reference: a stub no test reaches would prescribe code nobody checks.
+   tests on the reference: a stub no test reaches would prescribe code nobody checks;
+7. ``minitorch grade`` gives the handout 0 on every graded check, and the reference (in
+   the released shape, as the grader that ships with a ``--stage``/``--through`` bundle
+   sees it) full marks.
 """
 
 from __future__ import annotations
@@ -34,10 +39,14 @@ import shutil
 import site
 import subprocess
 import sys
+import tempfile
+import zlib
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import sandbox
 from autograder.handout import student_readme
 from autograder.paths import ROOT, available_tasks, repo_files, test_dirs
 from autograder.regions import BEGIN, END, RegionError, find_regions, omitted_names, stub_text
@@ -110,6 +119,42 @@ def check_regions(root: Path, tasks: Iterable[Task]) -> None:
         for path in task.files:
             if (task.id, path) not in seen:
                 raise ReleaseError(f"task {task.id} lists {path} but has no region there")
+
+
+def write_reference(root: Path, out_dir: Path, through: int | None = None) -> None:
+    """Copy the reference in the released shape: the handout's files, solutions kept
+    (and the repository's own README). Files already there and unchanged are kept as
+    they are, and so are ``__pycache__`` folders: Numba's cached kernels stay valid."""
+    wanted = {rel for rel in repo_files(root)
+              if not _later_stage(rel, through) and not _reference_only(rel)}  # fmt: skip
+    if out_dir.exists():
+        for path in sorted(out_dir.rglob("*"), reverse=True):
+            rel = path.relative_to(out_dir)
+            if "__pycache__" in rel.parts or path.is_dir():
+                continue
+            if rel not in wanted:
+                path.unlink()
+    for rel in sorted(wanted):
+        source, target = root / rel, out_dir / rel
+        info = source.stat()
+        if target.exists() and (target.stat().st_mtime, target.stat().st_size) == (
+            info.st_mtime,
+            info.st_size,
+        ):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def shaped_reference(root: Path, through: int | None) -> Path:
+    """The reference in the released shape, in a folder of its own that is kept between
+    releases (so Numba's kernel cache inside it stays warm)."""
+    key = zlib.crc32(str(root.resolve()).encode())
+    folder = Path(tempfile.gettempdir()) / (
+        f"minitorch-shaped-{os.getuid()}-{key:08x}-{'all' if through is None else through}"
+    )
+    write_reference(root, folder, through)
+    return folder
 
 
 def write_handout(root: Path, out_dir: Path, through: int | None = None) -> ReleaseReport:
@@ -254,8 +299,9 @@ def verify(
     report: ReleaseReport,
     log: Callable[[str], None] = print,
     timeout: float = 1800,
+    through: int | None = None,
 ) -> None:
-    """Run checks 1-6 (see the module docstring); ReleaseError on the first that fails."""
+    """Run checks 1-7 (see the module docstring); ReleaseError on the first that fails."""
     tasks = report.tasks
     check_regions(root, tasks)
     report.checks.append("regions and registry agree")
@@ -278,10 +324,19 @@ def verify(
     if proc.returncode != 0:
         raise ReleaseError(f"the handout does not import ({imports}):\n{proc.stderr[-3000:]}")
     expression = _graded_expression(tasks)
-    handout = run_pytest(
-        report.out_dir, [*test_dirs(tasks), "-m", expression, "-q"],
-        timeout=timeout, no_site=True, env={"HYPOTHESIS_PROFILE": "verify"},
-    )  # fmt: skip
+    shaped = shaped_reference(root, through)
+    quick = {"HYPOTHESIS_PROFILE": "verify"}  # pass or fail is what counts here
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the two runs are independent
+        handout_run = pool.submit(
+            run_pytest, report.out_dir, [*test_dirs(tasks), "-m", expression, "-q"],
+            timeout=timeout, no_site=True, env=quick,
+        )  # fmt: skip
+        reference_run = pool.submit(
+            run_pytest, shaped, [*test_dirs(tasks), "-m", expression, "-q",
+                                 "--minitorch-reach"],
+            timeout=timeout, no_site=True, env=quick,
+        )  # fmt: skip
+        handout, reference = handout_run.result(), reference_run.result()
     if handout.collected is None or handout.collect_errors:
         detail = "\n".join(handout.collect_errors) or handout.output[-3000:]
         raise ReleaseError(f"the handout's tests do not collect:\n{detail}")
@@ -307,9 +362,18 @@ def verify(
     report.checks.append("every graded test fails on the handout")
     log(f"checked: all {len(by_node)} graded tests fail on the handout")
 
-    reference = run_pytest(
-        root, [*test_dirs(tasks), "-m", expression, "-q", "--minitorch-reach"], timeout=timeout
-    )
+    _verify_reference_tests(tasks, by_node, reference, report, log)
+    verify_grading(shaped, report.out_dir, tasks, report, log)
+
+
+def _verify_reference_tests(
+    tasks: tuple[Task, ...],
+    by_node: dict[str, list[str]],
+    reference: RunResult,
+    report: ReleaseReport,
+    log: Callable[[str], None],
+) -> None:
+    """Checks 5 and 6, on the run of the reference's tests in the released shape."""
     if problem := reference.problem():
         raise ReleaseError(f"the run of the reference's tests failed: {problem}")
     failing = [n for n in by_node if reference.tests.get(n, _NOT_RUN).outcome != "passed"]
@@ -320,11 +384,49 @@ def verify(
             "graded tests fail on the reference:\n" + _describe(reference, failing, by_node)
         )
     report.checks.append("every graded test passes on the reference")
-    log(f"checked: all {len(by_node)} graded tests pass on the reference")
+    log(f"checked: all {len(by_node)} graded tests pass on the reference (released shape)")
 
     check_reached(tasks, by_node, reference)
     report.checks.append("every listed function is called by its task's tests")
     log("checked: every function a task lists is called by that task's tests")
+
+
+def verify_grading(
+    shaped: Path,
+    handout: Path,
+    tasks: tuple[Task, ...],
+    report: ReleaseReport,
+    log: Callable[[str], None],
+) -> None:
+    """Check 7: grade the handout (every check must fail) and the shaped reference (every
+    check must pass) with the shaped reference as the grader's tree."""
+    from autograder.grade import Limits, grade
+
+    unsafe = bool(sandbox.unavailable_reason())  # trusted code on both sides
+    ids = [t.id for t in tasks]
+    limits = Limits(per_task_seconds=900)
+    try:
+        stubs = grade(handout, root=shaped, task_ids=ids, limits=limits, unsafe_no_sandbox=unsafe)
+    except Exception as exc:  # the reference itself does not answer every check
+        raise ReleaseError(f"minitorch grade fails in the released shape: {exc}") from exc
+    passing = [c for s in stubs.scores for c in s.passed_ids]
+    if passing:
+        raise ReleaseError(
+            "graded checks pass on the handout, so they grade nothing: " + ", ".join(passing)
+        )
+    total = sum(s.total for s in stubs.scores)
+    full = grade(shaped, root=shaped, task_ids=ids, limits=limits, unsafe_no_sandbox=unsafe)
+    failing = [f"  {check}: {why}" for s in full.scores for check, why in s.failures]
+    failing += [f"  task {s.task.id}: {s.problem}" for s in full.scores if s.problem]
+    if failing or full.score != full.max_score:
+        raise ReleaseError(
+            f"the reference does not get full marks from minitorch grade in the released "
+            f"shape ({full.score:g} / {full.max_score:g}):\n" + "\n".join(failing[:30])
+        )
+    report.checks.append("minitorch grade: handout 0, reference full marks")
+    how = "without the sandbox (none here)" if unsafe else "in the sandbox"
+    log(f"checked: minitorch grade ({how}) gives the handout 0 on all {total} graded checks "
+        f"and the reference {full.score:g} / {full.max_score:g}")  # fmt: skip
 
 
 def check_reached(
@@ -373,5 +475,5 @@ def release(
         f"({len(report.files_stubbed)} with stubs, tasks "
         f"{', '.join(t.id for t in report.tasks)})")  # fmt: skip
     if check:
-        verify(root, report, log)
+        verify(root, report, log, through=through)
     return report

@@ -14,6 +14,7 @@ tests called ("where to look"), then the next step.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,14 +202,48 @@ def next_step(task: Task | None) -> str:
     )
 
 
-def run_status(root: Path = ROOT, console: Console | None = None) -> int:
+def write_feedback(statuses: list[TaskStatus], out: Path, problem: str = "") -> None:
+    """``classroom.json`` (GitHub Classroom's reporter, version 1) and ``summary.md`` from
+    a status run: the student's own tests, so feedback, not a grade."""
+    tests = [
+        {"name": f"Task {s.task.id}: {s.task.title}",
+         "status": "pass" if s.state == "passed" else "fail",
+         "score": round(s.points, 2),
+         "message": problem or f"{s.passed}/{s.total} tests pass ({s.state})",
+         "test_code": f"minitorch test {s.task.id}", "filename": ", ".join(s.task.files),
+         "line_no": 0, "duration": 0}
+        for s in statuses
+    ]  # fmt: skip
+    total = sum(s.task.points for s in statuses)
+    score = round(sum(t["score"] for t in tests), 2)  # type: ignore[misc]
+    lines = [f"# Feedback: {score:g} / {total:g} (the tests of this repository; not a grade)",
+             "", "| task | title | tests passed | points |", "|---|---|---:|---:|"]  # fmt: skip
+    lines += [f"| {s.task.id} | {s.task.title} | {s.passed}/{s.total} | {s.points:.2f} |"
+              for s in statuses]  # fmt: skip
+    if problem:
+        lines += ["", f"Problem: {problem}"]
+    out.mkdir(parents=True, exist_ok=True)
+    status = "pass" if statuses and score == total else "fail"
+    (out / "classroom.json").write_text(
+        json.dumps({"version": 1, "status": status, "max_score": total, "tests": tests},
+                   indent=2), encoding="utf-8",
+    )  # fmt: skip
+    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_status(root: Path = ROOT, console: Console | None = None, out: Path | None = None) -> int:
     console = console or Console()
     statuses, run = collect_status(root, console)
     if run.collected is None or run.collect_errors:
         console.print("[red]The tests did not collect, so no task can be scored:[/]")
         detail = "\n".join(run.collect_errors) or run.output
         console.print(escape(detail[-3000:]), highlight=False)
+        if out is not None:
+            empty = [TaskStatus(t, 0, 0, True) for t in available_tasks(root)]
+            write_feedback(empty, out, "the tests did not collect")
         return 1
+    if out is not None:
+        write_feedback(statuses, out)
     console.print(status_table(statuses))
     pending = next((s.task for s in statuses if s.state != "passed"), None)
     console.print(next_step(pending))

@@ -110,9 +110,18 @@ def test_status_command_on_the_reference(quick_hypothesis: None) -> None:
     assert f"{TOTAL:.1f} / {TOTAL}" in proc.stdout
 
 
-def test_status_command_on_a_handout(handout: Path, quick_hypothesis: None) -> None:
-    proc = minitorch(handout, "status")
+def test_status_command_on_a_handout(handout: Path, quick_hypothesis: None, tmp_path: Path) -> None:
+    proc = minitorch(handout, "status", "--out", str(tmp_path / "feedback"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # What the GitHub Classroom job reports: every task, 0 points, labelled feedback.
+    classroom = json.loads((tmp_path / "feedback" / "classroom.json").read_text())
+    assert classroom["version"] == 1 and classroom["max_score"] == TOTAL
+    assert [t["name"].split(":")[0] for t in classroom["tests"]] == [f"Task {t.id}" for t in TASKS]
+    assert all(t["score"] == 0 and t["status"] == "fail" for t in classroom["tests"])
+    summary = (tmp_path / "feedback" / "summary.md").read_text()
+    assert summary.startswith(
+        f"# Feedback: 0 / {TOTAL} (the tests of this repository; not a grade)"
+    )
     assert proc.stdout.rstrip().endswith(
         'Next: task 0.1 (Operators): read module0/README.md, section "Task 0.1", then run: '
         "minitorch test 0.1"

