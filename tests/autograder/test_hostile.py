@@ -511,13 +511,13 @@ def test_a_hang_that_ignores_every_signal_ends_at_the_time_limit(
 ) -> None:
     files = reference_files()
     files["module0/module.py"] += HANG  # task 0.3's file: imported by every check run
-    limits = Limits(per_test_seconds=2, per_task_seconds=5, memory_mb=1000)
+    limits = Limits(per_test_seconds=1, per_task_seconds=3, memory_mb=1000)
     start = time.monotonic()
-    graded = grade_case(tmp_path, files, grader, limits, task_ids=["0.1", "0.3"])
-    assert time.monotonic() - start < 30
+    graded = grade_case(tmp_path, files, grader, limits, task_ids=["0.1"])
+    assert time.monotonic() - start < 20
     problem = graded.task("0.1").problem
-    assert "reached the task's time limit (5 s)" in problem, problem
-    assert graded.scores() == {"0.1": 0.0, "0.3": 0.0}
+    assert "reached the task's time limit (3 s)" in problem, problem
+    assert graded.scores() == {"0.1": 0.0}
 
 
 def test_an_output_flood_is_read_with_a_cap(tmp_path: Path, grader: Path) -> None:
