@@ -171,7 +171,11 @@ def site_dirs() -> list[str]:
 
 
 def _binds(work: Path | None, cache_dir: Path | None, limits: SandboxLimits) -> list[str]:
-    args: list[str] = []
+    # The private file systems first: a bind below /tmp (a virtual environment in a
+    # checkout under /tmp) must go on top of the private /tmp, not under it.
+    size = str(limits.scratch_mb * 1024 * 1024)
+    args = ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm",
+            "--size", size, "--tmpfs", "/tmp"]  # fmt: skip
     for top in _SYSTEM:
         path = Path(top)
         if path.is_symlink():
@@ -182,7 +186,7 @@ def _binds(work: Path | None, cache_dir: Path | None, limits: SandboxLimits) -> 
         if (Path("/etc") / name).exists():
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     python = _python_paths()
-    made: set[Path] = set()
+    made: set[Path] = {Path("/tmp")}
     for path in python:
         if not any(other != path and other in path.parents for other in python):
             if not any(str(path).startswith(top + "/") for top in _SYSTEM):
@@ -191,9 +195,6 @@ def _binds(work: Path | None, cache_dir: Path | None, limits: SandboxLimits) -> 
         for name in COURSE_PACKAGES:
             if (Path(folder) / name).exists():
                 args += ["--tmpfs", str(Path(folder) / name)]
-    size = str(limits.scratch_mb * 1024 * 1024)
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm",
-             "--size", size, "--tmpfs", "/tmp"]  # fmt: skip
     if work is not None:
         args += [*_parents(Path(WORK), made), "--ro-bind", str(work), WORK, "--chdir", WORK]
     else:

@@ -206,8 +206,6 @@ def _shared_memory_use(kernel: Any, launch: Callable[[], None], blocks: int, thr
     whether the PTX of ``kernel`` stores to shared memory and holds a barrier."""
     import os
     import re
-    import sys
-    import threading
 
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
         launch()
@@ -216,53 +214,11 @@ def _shared_memory_use(kernel: Any, launch: Callable[[], None], blocks: int, thr
             "stores_to_shared": re.search(r"\bst\.shared\.", ptx) is not None,
             "barrier": re.search(r"\bbar(rier)?(\.cta)?\.sync\b", ptx) is not None,
         }
-    from numba.core import types
-    from numba.cuda.simulator import kernelapi
-    from numba.np import numpy_support
+    from tests.module3.device import shared_memory_log
 
-    writers: set[tuple[Any, Any]] = set()
-    barriers: set[tuple[Any, Any]] = set()
-    sites: set[Any] = set()
-    lock = threading.Lock()
-
-    def thread() -> tuple[Any, Any]:
-        current: Any = threading.current_thread()
-        return tuple(current.blockIdx), tuple(current.threadIdx)
-
-    class Recorded(np.ndarray):
-        def __setitem__(self, key: Any, value: Any) -> None:
-            writers.add(thread())
-            super().__setitem__(key, value)
-
-    original_array = kernelapi.FakeCUDAShared.array
-    original_sync = kernelapi.FakeCUDAModule.syncthreads
-
-    def array(shared: Any, shape: Any, dtype: Any) -> Any:
-        if shape == 0:  # dynamic shared memory: one buffer, whoever asks
-            return original_array(shared, shape, dtype).view(Recorded)
-        if isinstance(dtype, types.Type):
-            dtype = numpy_support.as_dtype(dtype)
-        caller = sys._getframe(1)
-        site = (caller.f_code.co_filename, caller.f_lineno)
-        with lock:  # one array per allocating line per block, as the simulator does
-            buffer = shared._allocations.get(site)
-            if buffer is None:
-                fill = np.nan if np.dtype(dtype).kind == "f" else 0
-                buffer = shared._allocations[site] = np.full(shape, fill, dtype)
-                sites.add(site)
-        return buffer.view(Recorded)
-
-    def syncthreads(module: Any) -> None:
-        barriers.add(thread())
-        original_sync(module)
-
-    kernelapi.FakeCUDAShared.array = array
-    kernelapi.FakeCUDAModule.syncthreads = syncthreads
-    try:
+    with shared_memory_log() as log:  # the tests' recorder of the simulator's threads
         launch()
-    finally:
-        kernelapi.FakeCUDAShared.array = original_array
-        kernelapi.FakeCUDAModule.syncthreads = original_sync
+    writers, barriers, sites = log.writers, log.barriers, log.sites
     per_block = [(b, 0, 0) for b in range(blocks)]
     return {
         "allocates_shared": bool(sites),

