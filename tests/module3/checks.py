@@ -898,15 +898,16 @@ def sgd_kernel_steps(rng: np.random.Generator) -> Any:
 
 def _optimizer_case(rng: np.random.Generator) -> Any:
     """1 to 3 parameters (0-d to 3-d, any layout, on the host or the device) and their
-    gradients for 3 steps (any layout, on the other side; sometimes none)."""
+    gradients for 3 steps (any layout, on the other side; after the first step,
+    sometimes none)."""
     specs = []
     for _ in range(int(rng.integers(1, 4))):
         shape = _shape(rng, 0, 3)
         specs.append((shape, _layout(rng, len(shape)), bool(rng.random() < 0.5)))
     values = [np.asarray(rng.normal(size=shape)) for shape, _, _ in specs]
-    grads = [
-        [None if rng.random() < 0.2 else _gradient(rng, shape) for shape, _, _ in specs]
-        for _ in range(3)
+    grads = [  # the first step updates every parameter: a kernel that writes nothing shows
+        [None if step and rng.random() < 0.2 else _gradient(rng, shape) for shape, _, _ in specs]
+        for step in range(3)
     ]
     grad_layouts = [_layout(rng, len(shape)) for shape, _, _ in specs]
     return specs, values, grads, grad_layouts
