@@ -37,6 +37,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -72,6 +73,7 @@ class Check:
 CHECKS: dict[str, list[Check]] = {}
 """Task id -> its checks, in definition order (filled by importing the check modules)."""
 _registry: list[dict[str, list[Check]]] = [CHECKS]
+_loading = threading.Lock()
 """Where ``@check`` registers: ``CHECKS``, or a tree's own dict while
 :func:`load_checks` loads that tree's check files."""
 
@@ -131,6 +133,12 @@ def load_checks(stages: Iterable[int], root: Path | None = None) -> dict[str, li
                     raise
         return CHECKS
     found: dict[str, list[Check]] = {}
+    with _loading:  # @check registers into _registry[-1]: one loader at a time
+        _load_files(stages, root, found)
+    return found
+
+
+def _load_files(stages: Iterable[int], root: Path, found: dict[str, list[Check]]) -> None:
     _registry.append(found)
     try:
         for stage in sorted(set(stages)):
@@ -144,7 +152,6 @@ def load_checks(stages: Iterable[int], root: Path | None = None) -> dict[str, li
             spec.loader.exec_module(module)
     finally:
         _registry.pop()
-    return found
 
 
 # -- answers as data ----------------------------------------------------------------------
