@@ -316,16 +316,14 @@ class ReachTracker:
                       for m in it.iter_markers() if m.name in TASK_MARKERS}  # fmt: skip
             self.codes = _reach_targets(tuple(t for t in TASKS if t.id in wanted))
         self.current = set()
+        # The calling thread only: a kernel counts through the given wrapper that launches
+        # it (see _reach_targets), so the CUDA simulator's thread per GPU thread, which
+        # the hook would slow many times over, need not be watched.
         sys.setprofile(self._profile)
-        threading_setprofile = getattr(__import__("threading"), "setprofile", None)
-        if threading_setprofile is not None:
-            threading_setprofile(self._profile)
         try:
             yield
         finally:
             sys.setprofile(None)
-            if threading_setprofile is not None:
-                threading_setprofile(None)
         item.stash[REACHED] = sorted(self.current)
 
 
