@@ -97,7 +97,7 @@ def student_readme(tasks: tuple[Task, ...], course_name: str = "MiniTorch") -> s
         "In this course you write a PyTorch-style deep-learning framework from scratch, in "
         "Python, one numbered task at a time: each task is a few functions whose bodies "
         "are missing. The code around them is given and worth reading. A shared test "
-        "suite checks every task, and the same tests grade your work.",
+        "suite checks every task; the grader runs checks of its own on the same contracts.",
         "",
         "## Quickstart",
         "",
