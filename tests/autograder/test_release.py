@@ -39,7 +39,9 @@ from autograder.release import (
     check_reached,
     check_regions,
     release,
+    verify_grading,
     write_handout,
+    write_reference,
 )
 from autograder.runner import RunResult, TestResult
 
@@ -355,22 +357,28 @@ def needs_stage_1(rng):
 """
 
 
-def test_release_refuses_a_graded_check_that_passes_on_the_handout(tmp_path: Path) -> None:
+def _check7(tmp_path: Path, extra: str) -> None:
+    """Check 7 alone (the test runs of checks 3-6 are covered above) on a copy of the
+    repository whose stage-0 checks end with ``extra``, released through stage 0."""
     fake = copy_repo(tmp_path / "fake")
     with open(fake / "tests/module0/checks.py", "a", encoding="utf-8") as f:
-        f.write(CONSTANT_CHECK)
+        f.write(extra)
+    report = write_handout(fake, tmp_path / "handout", through=0)
+    shaped = tmp_path / "shaped"
+    write_reference(fake, shaped, through=0)
+    verify_grading(shaped, report.out_dir, report.tasks, report, _quiet)
+
+
+def test_release_refuses_a_graded_check_that_passes_on_the_handout(tmp_path: Path) -> None:
     with pytest.raises(ReleaseError, match=r"graded checks pass on the handout.*0\.1:constant"):
-        release(tmp_path / "handout", through=0, root=fake, log=_quiet)
+        _check7(tmp_path, CONSTANT_CHECK)
 
 
 def test_release_checks_the_grade_in_the_released_shape(tmp_path: Path) -> None:
     # The check passes next to stage 1 (in the repository) but fails in the tree a
     # stage-0 release ships, where module1 does not exist.
-    fake = copy_repo(tmp_path / "fake")
-    with open(fake / "tests/module0/checks.py", "a", encoding="utf-8") as f:
-        f.write(LATER_STAGE_CHECK)
     with pytest.raises(ReleaseError, match="released shape"):
-        release(tmp_path / "handout", through=0, root=fake, log=_quiet)
+        _check7(tmp_path, LATER_STAGE_CHECK)
 
 
 def test_release_refuses_a_graded_test_that_fails_on_the_reference(tmp_path: Path) -> None:
