@@ -200,12 +200,29 @@ def _reach(rel):
             source = open(os.path.join(root, rel)).read()
         except OSError:
             continue
-        if "BEGIN SOLUTION" in source:
+        if "BEGIN " + "SOLUTION" in source:  # (spelled apart: no marker here)
             exec(compile(source, rel, "exec"), globals())
             return
 
 
 _reach({rel!r})
+'''
+
+REPORT = '''
+
+def _report(found):
+    """Say what the attack achieved (stderr, which the report shows because the run then
+    ends; and a file where /tmp is the machine's, for the record), then end the run."""
+    import os, sys
+
+    sys.stderr.write("HOSTILE-RESULT " + " ".join(found) + "\\n")
+    sys.stderr.flush()
+    try:
+        with open("/tmp/minitorch-hostile-findings", "a") as f:
+            f.write(" ".join(found) + "\\n")
+    except OSError:
+        pass
+    os._exit(1)
 '''
 
 ESCAPE = '''
@@ -251,14 +268,7 @@ def _escape():
 
     attempt("ptrace-grader", ptrace)
     attempt("network", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2).close())
-    sys.stderr.write("HOSTILE-RESULT " + " ".join(found) + "\\n")
-    sys.stderr.flush()
-    try:  # where /tmp is the machine's (no sandbox), for the record
-        with open("/tmp/minitorch-hostile-findings", "a") as f:
-            f.write(" ".join(found) + "\\n")
-    except OSError:
-        pass
-    os._exit(1)
+    _report(found)
 
 
 _escape()
@@ -321,14 +331,7 @@ def _abuse():
             os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)",
                                       "{token}"])
         os._exit(0)
-    sys.stderr.write("HOSTILE-RESULT " + " ".join(found) + "\\n")
-    sys.stderr.flush()
-    try:  # where /tmp is the machine's (no sandbox), for the record
-        with open("/tmp/minitorch-hostile-findings", "a") as f:
-            f.write(" ".join(found) + "\\n")
-    except OSError:
-        pass
-    os._exit(1)
+    _report(found)
 
 
 _abuse()
@@ -387,13 +390,15 @@ def reach_submission(grader: Path) -> dict[str, str]:
 
 def escape_submission(grader: Path, pid: int, secret: str) -> dict[str, str]:
     files = stub_files()
-    files["module0/operators.py"] += ESCAPE.format(grader=str(grader), pid=pid, secret=secret)
+    files["module0/operators.py"] += REPORT + ESCAPE.format(
+        grader=str(grader), pid=pid, secret=secret
+    )
     return files
 
 
 def abuse_submission(token: str, forks: int = 1000) -> dict[str, str]:
     files = stub_files()
-    files["module0/operators.py"] += ABUSE.format(token=token, forks=forks)
+    files["module0/operators.py"] += REPORT + ABUSE.format(token=token, forks=forks)
     return files
 
 

@@ -105,13 +105,11 @@ def _layout(rng: np.random.Generator, ndim: int) -> Layout:
 
 
 def _strided(values: np.ndarray, layout: Layout) -> Operand:
-    """A storage holding ``values`` in ``layout`` (gaps hold nan), shape and strides."""
-    order, step = layout
-    base = np.ascontiguousarray(np.transpose(values, order))
-    storage = np.full(max(base.size * step, 1), np.nan)
-    storage[::step] = base.reshape(-1)
-    base_strides = [s // 8 * step for s in base.strides]
-    strides = tuple(base_strides[int(k)] for k in np.argsort(order))
+    """A storage holding ``values`` in ``layout`` (gaps hold nan), shape and strides
+    (the tests' ``strided``)."""
+    from tests.layouts import strided
+
+    storage, strides = strided(values, layout)
     return storage, tuple(int(n) for n in values.shape), strides
 
 
@@ -174,23 +172,12 @@ def _numpy(t: Any) -> Values:
 
 
 def _nan_memory(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` with every new float ``cuda.device_array`` nan-filled: what an
-    entry that no kernel wrote then holds."""
-    from numba import cuda
+    """``fn(*args)`` with every new float ``cuda.device_array`` nan-filled (the tests'
+    helper): what an entry that no kernel wrote then holds."""
+    from tests.module3.device import nan_device_arrays
 
-    original = cuda.device_array
-
-    def device_array(shape: Any, dtype: Any = np.float64, *more: Any, **kwargs: Any) -> Any:
-        array = original(shape, dtype, *more, **kwargs)
-        if np.dtype(dtype).kind == "f":
-            array.copy_to_device(np.full(array.shape, np.nan, dtype=dtype))
-        return array
-
-    cuda.device_array = device_array
-    try:
+    with nan_device_arrays():
         return fn(*args)
-    finally:
-        cuda.device_array = original
 
 
 def _on_backend(fn: Callable[..., Any], *args: Any) -> Any:

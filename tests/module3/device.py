@@ -52,9 +52,10 @@ def examples(n: int) -> settings:
     return settings(max_examples=n, phases=phases)
 
 
-@pytest.fixture(autouse=True)
-def uninitialised_memory_is_nan(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """``cuda.device_array`` gives nan-filled arrays: what an unwritten entry holds."""
+@contextmanager
+def nan_device_arrays() -> Iterator[None]:
+    """Inside, ``cuda.device_array`` gives nan-filled float arrays: what an entry no
+    kernel wrote then holds (uninitialised memory may hold an earlier right answer)."""
     original = cuda.device_array
 
     def device_array(shape: Any, dtype: Any = np.float64, *args: Any, **kwargs: Any) -> Any:
@@ -63,8 +64,18 @@ def uninitialised_memory_is_nan(monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
             array.copy_to_device(np.full(array.shape, np.nan, dtype=dtype))
         return array
 
-    monkeypatch.setattr(cuda, "device_array", device_array)
-    yield
+    cuda.device_array = device_array
+    try:
+        yield
+    finally:
+        cuda.device_array = original
+
+
+@pytest.fixture(autouse=True)
+def uninitialised_memory_is_nan() -> Iterator[None]:
+    """``cuda.device_array`` gives nan-filled arrays: what an unwritten entry holds."""
+    with nan_device_arrays():
+        yield
 
 
 def device_copy(storage: np.ndarray) -> Any:
