@@ -27,6 +27,11 @@ def _pairs(rng: np.random.Generator, n: int = 24, low: float = -8.0, high: float
     return [(x, y) for x, y in zip(xs, ys, strict=True)] + [(1.5, 1.5), (-2.0, -2.0)]
 
 
+_SPECIAL = [-0.0, math.inf, -math.inf, math.nan]
+"""Inputs whose results the docstrings fix (signed zeros, infinities, nan): part of
+each operator's contract, as in the tests."""
+
+
 def _unary(fn: Callable[[float], Any], inputs: list[float]) -> dict[str, Any]:
     return {"inputs": inputs, "out": [raised(lambda x=x: fn(x)) for x in inputs]}
 
@@ -94,34 +99,36 @@ def sigmoid(rng: np.random.Generator) -> Any:
 
 @check("0.1")
 def relu(rng: np.random.Generator) -> Any:
-    return _unary(_operators().relu, _values(rng))
+    return _unary(_operators().relu, [*_values(rng), *_SPECIAL])
 
 
 @check("0.1")
 def log(rng: np.random.Generator) -> Any:
-    return _unary(_operators().log, _values(rng, low=0.01, high=100.0))
+    return _unary(_operators().log, [*_values(rng, low=0.01, high=100.0), 0.0, -1.5, *_SPECIAL])
 
 
 @check("0.1")
 def exp(rng: np.random.Generator) -> Any:
-    return _unary(_operators().exp, _values(rng, low=-20.0, high=20.0))
+    return _unary(_operators().exp, [*_values(rng, low=-20.0, high=20.0), 800.0, -800.0, *_SPECIAL])
 
 
 @check("0.1")
 def inv(rng: np.random.Generator) -> Any:
-    return _unary(_operators().inv, [x for x in _values(rng) if x != 0.0])
+    return _unary(_operators().inv, [*_values(rng), *_SPECIAL])
 
 
 @check("0.1")
 def log_back(rng: np.random.Generator) -> Any:
     xs = _values(rng, low=0.01, high=50.0)
-    return _binary(_operators().log_back, list(zip(xs, _values(rng, len(xs)), strict=True)))
+    pairs = list(zip(xs, _values(rng, len(xs)), strict=True))
+    return _binary(_operators().log_back, [*pairs, (0.0, 2.0), (-0.0, 2.0), (0.0, -1.5)])
 
 
 @check("0.1")
 def inv_back(rng: np.random.Generator) -> Any:
     xs = [x for x in _values(rng) if x != 0.0]
-    return _binary(_operators().inv_back, list(zip(xs, _values(rng, len(xs)), strict=True)))
+    pairs = list(zip(xs, _values(rng, len(xs)), strict=True))
+    return _binary(_operators().inv_back, [*pairs, (0.0, 2.0), (-0.0, 2.0), (0.0, 0.0)])
 
 
 @check("0.1")
