@@ -21,6 +21,15 @@ error, no answer, an answer that does not parse) earns nothing. Code inside the 
 can lie about anything, but the only way to the reference's answers for this run's
 inputs is to compute them.
 
+A *timed* check (``@check("2.3", timed=Timed(baseline, within=1 / 3))``) grades a
+speed the task promises. It runs several rounds; each round's inputs come from a seed
+the grader sends only when the sandbox says it is ready, and the grader times, from
+outside, how long the right answer takes to come back. The bar is a trusted baseline
+(the naive loop the task must beat), timed by the reference's process on the same
+round's inputs before the sandbox starts. The fastest round with the right answer must
+take at most ``within`` times the fastest baseline. Code inside the sandbox cannot make
+the clock run slow or answer before it knows the inputs.
+
 Checks also say *why* points were lost: the answer's path, what the reference gave and
 what the submission gave, and, where the check returned ``inputs``, the inputs of that
 case.
@@ -52,6 +61,19 @@ CHECK_SECONDS = float(os.environ.get("MINITORCH_CHECK_SECONDS", 60.0))
 
 
 @dataclass(frozen=True)
+class Timed:
+    """What makes a check timed: ``baseline(rng)`` (trusted, run by the reference's
+    process only) does the same work the naive way; the check's fastest right answer
+    must take at most ``within`` times the baseline's fastest round."""
+
+    baseline: Callable[[np.random.Generator], Any]
+    within: float
+    rounds: int = 3
+    what: str = "the baseline"
+    """What the baseline is, for the report ("the naive triple loop")."""
+
+
+@dataclass(frozen=True)
 class Check:
     """One graded check of a task."""
 
@@ -64,6 +86,7 @@ class Check:
     """A comparison of its own: ``judge(reference_answer, answer)`` returns ``None`` for
     a match, else the reason. For checks whose answer is random (initialisers, dropout):
     the reference's answer carries what the judge needs (inputs, parameters)."""
+    timed: Timed | None = None
 
     @property
     def id(self) -> str:
@@ -85,11 +108,12 @@ def check(
     rtol: float = 1e-6,
     atol: float = 1e-9,
     judge: Callable[[Any, Any], str | None] | None = None,
+    timed: Timed | None = None,
 ) -> Callable[[Callable[[np.random.Generator], Any]], Callable[[np.random.Generator], Any]]:
     """Register the decorated function as a check of ``task`` (named after it)."""
 
     def register(fn: Callable[[np.random.Generator], Any]) -> Callable[..., Any]:
-        entry = Check(task, name or fn.__name__, fn, rtol, atol, judge)
+        entry = Check(task, name or fn.__name__, fn, rtol, atol, judge, timed)
         existing = _registry[-1].setdefault(task, [])
         if any(c.name == entry.name for c in existing):
             raise ValueError(f"two checks of task {task} are named {entry.name}")
@@ -361,43 +385,132 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Timeout
 
 
-def run_checks(task_ids: Sequence[str], seed: int, out: Any) -> None:
-    """Run the checks of these tasks, writing one JSON line per check to ``out``."""
+def round_rng(round_seed: int, entry: Check) -> np.random.Generator:
+    """The generator of one round of a timed check."""
+    return np.random.default_rng([round_seed, zlib.crc32(entry.id.encode())])
+
+
+def _answer(call: Callable[[], Any]) -> Any:
+    """``encode(call())``, or the error it raised (within ``CHECK_SECONDS``)."""
+    signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS)
+    try:
+        return encode(call())
+    except _Timeout:
+        return {"raised": f"timeout after {CHECK_SECONDS:g} s"}
+    except BaseException as exc:
+        return {"raised": type(exc).__name__, "message": str(exc)[:300]}
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _write(out: Any, record: dict[str, Any]) -> None:
+    out.write(json.dumps(record) + "\n")
+    out.flush()
+
+
+def run_checks(
+    task_ids: Sequence[str],
+    seed: int,
+    out: Any,
+    rounds: Sequence[int] | None = None,
+    seeds_in: Any = None,
+) -> None:
+    """Run the checks of these tasks, writing one JSON line per check to ``out``.
+
+    A timed check first runs once on ``seed`` (so its kernels are compiled), then runs
+    its rounds. The reference (``rounds``: the round seeds, known in advance) answers
+    each round and times the baseline on it. A submission (``rounds`` None) says
+    ``ready`` and reads each round's seed from ``seeds_in``: the grader's clock runs
+    from the moment it sends the seed to the moment the answer arrives.
+    """
     load_checks({int(t.split(".")[0]) for t in task_ids})
     signal.signal(signal.SIGALRM, _alarm)
     for task in task_ids:
         for entry in CHECKS.get(task, []):
             start = time.monotonic()
-            signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS)
-            try:
-                np.random.seed(seed % 2**32)
-                random.seed(seed)
-                value = encode(entry.fn(seed_for(seed, entry)))
-            except _Timeout:
-                value = {"raised": f"timeout after {CHECK_SECONDS:g} s"}
-            except BaseException as exc:
-                value = {"raised": type(exc).__name__, "message": str(exc)[:300]}
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            line = {"check": entry.id, "answer": value,
-                    "seconds": round(time.monotonic() - start, 3)}  # fmt: skip
-            out.write(json.dumps(line) + "\n")
-            out.flush()
+            np.random.seed(seed % 2**32)
+            random.seed(seed)
+            value = _answer(lambda e=entry: e.fn(seed_for(seed, e)))
+            _write(out, {"check": entry.id, "answer": value,
+                         "seconds": round(time.monotonic() - start, 3)})  # fmt: skip
+            if entry.timed is None or (isinstance(value, dict) and "raised" in value):
+                continue
+            if rounds is not None:
+                _reference_rounds(entry, entry.timed, rounds, out)
+                continue
+            for number in range(entry.timed.rounds):
+                _write(out, {"check": entry.id, "ready": number})
+                line = _read_seed(seeds_in)
+                if not line.strip().isdigit():
+                    break
+                round_seed, start = int(line), time.monotonic()
+                value = _answer(lambda e=entry, s=round_seed: e.fn(round_rng(s, e)))
+                _write(out, {"check": entry.id, "round": number, "answer": value,
+                             "seconds": round(time.monotonic() - start, 4)})  # fmt: skip
+
+
+def _read_seed(seeds_in: Any) -> str:
+    """The next round's seed from the grader ("" after ``CHECK_SECONDS`` without one)."""
+    if seeds_in is None:
+        return ""
+    signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS)
+    try:
+        return seeds_in.readline()
+    except _Timeout:
+        return ""
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _reference_rounds(entry: Check, timed: Timed, rounds: Sequence[int], out: Any) -> None:
+    """The reference's answer to each round, and the baseline's time on it (the fastest
+    of two runs, after one run that compiles it)."""
+    _answer(lambda: timed.baseline(round_rng(rounds[0], entry)))
+    for number, round_seed in enumerate(rounds[: timed.rounds]):
+        value = _answer(lambda s=round_seed: entry.fn(round_rng(s, entry)))
+        best = math.inf
+        for _ in range(2):
+            start = time.perf_counter()
+            timed.baseline(round_rng(round_seed, entry))
+            best = min(best, time.perf_counter() - start)
+        _write(out, {"check": entry.id, "round": number, "answer": value, "baseline": best})
+
+
+def round_key(check_id: str, number: int) -> str:
+    """Where :func:`read_answers` keeps the answer to round ``number`` of a timed check."""
+    return f"{check_id}#{number}"
 
 
 def read_answers(data: bytes) -> dict[str, Any]:
-    """Check id -> answer, from the JSON lines a run wrote (malformed lines ignored; the
-    first answer of a check counts)."""
+    """Check id (or :func:`round_key`) -> answer, from the JSON lines a run wrote
+    (malformed lines ignored; the first answer of a check or round counts)."""
     answers: dict[str, Any] = {}
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             record = json.loads(line)
             key, answer = record["check"], record["answer"]
-        except (ValueError, KeyError, TypeError, RecursionError):
+            number = record.get("round")
+        except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
             continue
-        if isinstance(key, str) and key not in answers:
+        if not isinstance(key, str):
+            continue
+        if isinstance(number, int) and not isinstance(number, bool):
+            key = round_key(key, number)
+        if key not in answers:
             answers[key] = answer
     return answers
+
+
+def read_baselines(data: bytes) -> dict[str, float]:
+    """:func:`round_key` -> the baseline's seconds, from the reference's run."""
+    times: dict[str, float] = {}
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+            times[round_key(record["check"], record["round"])] = float(record["baseline"])
+        except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
+            continue
+    return times
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -406,10 +519,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--fd", type=int, default=int(os.environ.get("MINITORCH_DATA_FD", 3)),
                         help="write the answers here")  # fmt: skip
+    parser.add_argument("--rounds", help="the reference's run: the timed rounds' seeds")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10000)
+    rounds = [int(v) for v in args.rounds.split(",")] if args.rounds else None
     with os.fdopen(args.fd, "w", encoding="utf-8") as out:
-        run_checks(args.tasks, args.seed, out)
+        run_checks(args.tasks, args.seed, out, rounds, sys.stdin)
 
 
 if __name__ == "__main__":  # run the imported module's copy: the one checks register in

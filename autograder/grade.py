@@ -40,7 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from autograder import sandbox
-from autograder.checks import Check, judge_answer, load_checks, read_answers
+from autograder.checks import (
+    Check,
+    judge_answer,
+    load_checks,
+    read_answers,
+    read_baselines,
+    round_key,
+)
 from autograder.paths import ROOT, available_tasks, repo_files
 from autograder.regions import find_regions, stub_text
 from autograder.registry import TASKS, Task
@@ -72,6 +79,8 @@ class TaskScore:
     problem: str = ""
     output: str = ""
     """The end of what the task's sandboxed run printed, when it ended early."""
+    timings: list[tuple[str, str]] = field(default_factory=list)
+    """Timed checks whose answers were right: check id -> their times and bar."""
 
     @property
     def max_score(self) -> float:
@@ -89,6 +98,8 @@ class TaskScore:
             lines.append(f"FAILED {check_id}: {message[:400]}")
         if len(self.failures) > 20:
             lines.append(f"... and {len(self.failures) - 20} more failing checks")
+        for check_id, times in self.timings:
+            lines.append(f"TIMED {check_id}: {times}")
         if self.output.strip():
             lines += ["The run's last output:", *self.output.strip().splitlines()[-15:]]
         return "\n".join(lines)
@@ -234,12 +245,63 @@ class Answers:
 
     answers: dict[str, Any]
     run: sandbox.SandboxResult
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Timed rounds (:func:`round_key`) -> seconds: the grader's clock (submission) or
+    the baseline's time (reference)."""
+
+
+class RoundClock:
+    """Runs the timed checks' rounds of one sandboxed run from outside: when the sandbox
+    says it is ready for a round, sends that round's seed and starts the clock; stops it
+    when the round's answer arrives. One round at a time, in order, each once."""
+
+    def __init__(self, checks: Sequence[Check], seeds: Sequence[int]) -> None:
+        self.rounds = {c.id: c.timed.rounds for c in checks if c.timed is not None}
+        self.seeds = list(seeds)
+        self.next: dict[str, int] = {}
+        self.started: dict[str, float] = {}
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, line: bytes) -> bytes | None:
+        now = time.monotonic()
+        try:
+            record = json.loads(line)
+            check, number = record["check"], record.get("round", record.get("ready"))
+        except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
+            return None
+        if check not in self.rounds or type(number) is not int:
+            return None
+        key = round_key(check, number)
+        if "round" in record:  # an answer: the clock of its round stops
+            if key in self.started and key not in self.seconds:
+                self.seconds[key] = now - self.started[key]
+            return None
+        expected = self.next.get(check, 0)
+        if number != expected or number >= min(self.rounds[check], len(self.seeds)):
+            return None
+        if number and round_key(check, number - 1) not in self.seconds:
+            return None  # the previous round has not answered
+        self.next[check] = number + 1
+        self.started[key] = time.monotonic()
+        return f"{self.seeds[number]}\n".encode()
+
+
+def round_seeds(checks: Sequence[Check]) -> list[int]:
+    """Fresh seeds for the timed rounds of this grade (none without timed checks)."""
+    most = max((c.timed.rounds for c in checks if c.timed is not None), default=0)
+    return [secrets.randbits(62) for _ in range(most)]
 
 
 def reference_answers(
-    root: Path, tasks: Sequence[Task], checks: dict[str, list[Check]], seed: int, limits: Limits
+    root: Path,
+    tasks: Sequence[Task],
+    checks: dict[str, list[Check]],
+    seed: int,
+    limits: Limits,
+    rounds: Sequence[int] = (),
 ) -> Answers:
-    """The reference's answers: the grader's own tree, in a child that sees no submission."""
+    """The reference's answers: the grader's own tree, in a child that sees no submission
+    (with ``rounds``, also each timed round's answer and the baseline's time)."""
     with tempfile.TemporaryDirectory(prefix="minitorch-reference-") as tmp:
         env = _check_env(str(root), str(Path(tmp) / "numba"), limits.per_test_seconds)
         env.update(HOME=tmp, TMPDIR=tmp, MPLCONFIGDIR=tmp)
@@ -248,31 +310,47 @@ def reference_answers(
         env.pop("NUMBA_CACHE_DIR")
         if "NUMBA_CACHE_DIR" in os.environ:
             env["NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
+        argv = [sys.executable, "-m", "autograder.checks", *(t.id for t in tasks),
+                "--seed", str(seed)]  # fmt: skip
+        if rounds:
+            argv += ["--rounds", ",".join(map(str, rounds))]
         run = sandbox.run_unsandboxed(
-            [sys.executable, "-m", "autograder.checks", *(t.id for t in tasks),
-             "--seed", str(seed)],
-            cwd=root, env=env,
+            argv, cwd=root, env=env,
             limits=sandbox.SandboxLimits(
                 wall_seconds=limits.per_task_seconds * len(tasks), data_bytes=512 << 20
             ),
         )  # fmt: skip
-    answers = read_answers(run.data)
+    answers, baselines = read_answers(run.data), read_baselines(run.data)
     for task in tasks:
         for entry in checks.get(task.id, []):
-            answer = answers.get(entry.id)
-            if answer is None or (isinstance(answer, dict) and "message" in answer):
-                detail = answer.get("message") if isinstance(answer, dict) else run.output[-1500:]
-                raise RuntimeError(
-                    f"the reference does not answer check {entry.id} ({run.how_it_ended()}): "
-                    f"{detail}"
-                )
-    return Answers(answers, run)
+            keys = [entry.id]
+            if entry.timed is not None:
+                keys += [round_key(entry.id, n) for n in range(entry.timed.rounds)]
+            for key in keys:
+                answer = answers.get(key)
+                if answer is None or (isinstance(answer, dict) and "message" in answer):
+                    detail = (answer.get("message") if isinstance(answer, dict)
+                              else run.output[-1500:])  # fmt: skip
+                    raise RuntimeError(
+                        f"the reference does not answer check {key} ({run.how_it_ended()}): "
+                        f"{detail}"
+                    )
+                if key != entry.id and key not in baselines:
+                    raise RuntimeError(f"the reference did not time the baseline of {key}")
+    return Answers(answers, run, baselines)
 
 
 def submission_answers(
-    workspace: Path, cache: Path, task: Task, seed: int, limits: Limits, unsafe: bool
+    workspace: Path,
+    cache: Path,
+    task: Task,
+    seed: int,
+    limits: Limits,
+    unsafe: bool,
+    clock: RoundClock | None = None,
 ) -> Answers:
-    """The submission's answers to one task's checks, from a fresh sandbox."""
+    """The submission's answers to one task's checks, from a fresh sandbox (``clock``
+    runs and times the task's timed rounds)."""
     box = sandbox.SandboxLimits(
         wall_seconds=limits.per_task_seconds, memory_mb=limits.memory_mb or 0
     )
@@ -280,11 +358,38 @@ def submission_answers(
     if unsafe:
         env = _check_env(str(workspace), str(cache), limits.per_test_seconds)
         env.update(HOME=str(cache), TMPDIR=str(cache), MPLCONFIGDIR=str(cache))
-        run = sandbox.run_unsandboxed(argv, cwd=workspace, env=env, limits=box)
+        run = sandbox.run_unsandboxed(argv, cwd=workspace, env=env, limits=box, respond=clock)
     else:
         env = _check_env(sandbox.WORK, sandbox.CACHE, limits.per_test_seconds)
-        run = sandbox.run_sandboxed(argv, work=workspace, env=env, limits=box, cache_dir=cache)
-    return Answers(read_answers(run.data), run)
+        run = sandbox.run_sandboxed(
+            argv, work=workspace, env=env, limits=box, cache_dir=cache, respond=clock
+        )  # fmt: skip
+    return Answers(read_answers(run.data), run, clock.seconds if clock else {})
+
+
+def judge_timed(entry: Check, reference: Answers, mine: Answers) -> tuple[str | None, str]:
+    """A timed check's rounds: every round's answer right, and the fastest round within
+    the bar (``within`` x the baseline's fastest round). The reason (or None), and the
+    times, for the report."""
+    timed = entry.timed
+    assert timed is not None
+    best = baseline = float("inf")
+    for number in range(timed.rounds):
+        key = round_key(entry.id, number)
+        answer = mine.answers.get(key)
+        if answer is None:
+            return f"round {number + 1} of {timed.rounds}: no answer", ""
+        if (problem := judge_answer(entry, reference.answers[key], answer)) is not None:
+            return f"round {number + 1} of {timed.rounds}: {problem}", ""
+        best = min(best, mine.seconds.get(key, float("inf")))
+        baseline = min(baseline, reference.seconds[key])
+    bar = timed.within * baseline
+    times = (
+        f"the fastest of {timed.rounds} rounds took {best * 1e3:.1f} ms (timed by the "
+        f"grader), the bar is {bar * 1e3:.1f} ms: {timed.within:.3g} x {timed.what} "
+        f"({baseline * 1e3:.1f} ms on the same inputs)"
+    )
+    return (None if best <= bar else f"too slow: {times}"), times
 
 
 def score_task(task: Task, checks: list[Check], reference: Answers, mine: Answers) -> TaskScore:
@@ -298,6 +403,10 @@ def score_task(task: Task, checks: list[Check], reference: Answers, mine: Answer
             result.failures.append((entry.id, "no answer"))
             continue
         problem = judge_answer(entry, reference.answers[entry.id], answer)
+        if problem is None and entry.timed is not None:
+            problem, times = judge_timed(entry, reference, mine)
+            if times:
+                result.timings.append((entry.id, times))
         if problem is None:
             result.passed += 1
             result.passed_ids.append(entry.id)
@@ -365,7 +474,9 @@ def grade(
     seed = secrets.randbits(31) if seed is None else seed
     if log is not None:
         log(f"computing the reference's answers (seed {seed})")
-    reference = reference_answers(root, tasks, checks, seed, limits)
+    graded = [c for t in tasks for c in checks[t.id]]
+    rounds = round_seeds(graded)
+    reference = reference_answers(root, tasks, checks, seed, limits, rounds)
     scores: list[TaskScore] = []
     with tempfile.TemporaryDirectory(prefix="minitorch-grade-") as tmp:
         workspace, cache = Path(tmp) / "work", kernel_cache or Path(tmp) / "cache"
@@ -378,7 +489,10 @@ def grade(
         for task in tasks:
             if log is not None:
                 log(f"grading task {task.id} ({len(checks[task.id])} checks)")
-            mine = submission_answers(workspace, cache, task, seed, limits, unsafe_no_sandbox)
+            clock = RoundClock(checks[task.id], rounds)
+            mine = submission_answers(
+                workspace, cache, task, seed, limits, unsafe_no_sandbox, clock
+            )  # fmt: skip
             scores.append(score_task(task, checks[task.id], reference, mine))
     return GradeReport(scores=scores, seconds=time.monotonic() - start, notes=notes)
 
@@ -470,6 +584,9 @@ def summary_markdown(report: GradeReport) -> str:
             f"| {s.task.id} | {s.task.title} | {s.score:g} / {s.max_score:g} | "
             f"{s.passed}/{s.total} | {s.problem.replace('|', '/')} |"
         )
+    timed = [f"- {check}: {times}" for s in report.scores for check, times in s.timings]
+    if timed:
+        lines += ["", "Timed checks:", *timed]
     if report.notes:
         lines += ["", "Notes:"] + [f"- {note}" for note in report.notes]
     return "\n".join(lines) + "\n"

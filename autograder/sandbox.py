@@ -50,6 +50,8 @@ CACHE = "/grade/cache"
 """Where the optional shared cache folder appears (writable)."""
 DATA_FD = 3
 """The command's result pipe, inside the sandbox."""
+Responder = Callable[[bytes], bytes | None]
+"""Called with each line of the result pipe; bytes it returns go to standard input."""
 COURSE_PACKAGES = ("module0", "module1", "module2", "module3", "module4", "project",
                    "autograder", "tests")  # fmt: skip
 """Top-level names hidden if found in a bound site-packages folder: an installed copy
@@ -387,12 +389,14 @@ def run_sandboxed(
     env: dict[str, str],
     limits: SandboxLimits,
     cache_dir: Path | None = None,
+    respond: Responder | None = None,
 ) -> SandboxResult:
     """Run ``argv`` in a fresh sandbox and wait for it (at most ``limits.wall_seconds``).
 
     ``work`` appears read-only at ``WORK`` (the working folder), ``cache_dir`` writable at
-    ``CACHE``. The result pipe is file descriptor ``DATA_FD`` inside. On return, every
-    process of the sandbox is gone.
+    ``CACHE``. The result pipe is file descriptor ``DATA_FD`` inside. ``respond`` sees
+    each line of the result pipe as it arrives; what it returns is written to the
+    command's standard input. On return, every process of the sandbox is gone.
     """
     groups = ControlGroups(limits.memory_mb * 1024 * 1024, limits.processes)
     try:
@@ -400,7 +404,7 @@ def run_sandboxed(
             lambda fd: sandbox_command(
                 argv, work=work, env=env, limits=limits, cache_dir=cache_dir, data_fd=fd
             ),
-            cwd=None, env=None, limits=limits, setup=groups.join,
+            cwd=None, env=None, limits=limits, setup=groups.join, respond=respond,
         )  # fmt: skip
         result.whole_limits = ", ".join(groups.applied)
         result.memory_exhausted = groups.exhausted()
@@ -410,7 +414,12 @@ def run_sandboxed(
 
 
 def run_unsandboxed(
-    argv: Sequence[str], *, cwd: Path, env: dict[str, str], limits: SandboxLimits
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    limits: SandboxLimits,
+    respond: Responder | None = None,
 ) -> SandboxResult:
     """Run ``argv`` as a plain child (trusted code, or ``--unsafe-no-sandbox``), with the
     same result pipe (its number in ``MINITORCH_DATA_FD``), time limit and output cap."""
@@ -419,7 +428,7 @@ def run_unsandboxed(
         env["MINITORCH_DATA_FD"] = str(fd)
         return list(argv)
 
-    return _run(command, cwd=cwd, env=env, limits=limits)
+    return _run(command, cwd=cwd, env=env, limits=limits, respond=respond)
 
 
 def _run(
@@ -429,20 +438,27 @@ def _run(
     env: dict[str, str] | None,
     limits: SandboxLimits,
     setup: Callable[[], None] | None = None,
+    respond: Responder | None = None,
 ) -> SandboxResult:
     start = time.monotonic()
     data_read, data_write = os.pipe()
     out_read, out_write = os.pipe()
+    in_read, in_write = os.pipe() if respond else (None, None)
+    if in_write is not None:
+        os.set_blocking(in_write, False)
     cmd = command(data_write)
     try:
         proc = subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out_write,
-            stderr=out_write, pass_fds=(data_write,), start_new_session=True,
-            preexec_fn=setup,
+            cmd, cwd=cwd, env=env, stdin=in_read if respond else subprocess.DEVNULL,
+            stdout=out_write, stderr=out_write, pass_fds=(data_write,),
+            start_new_session=True, preexec_fn=setup,
         )  # fmt: skip
     finally:
         os.close(data_write)
         os.close(out_write)
+        if in_read is not None:
+            os.close(in_read)
+    line = bytearray()  # the result pipe's unfinished line, for ``respond``
     output, data = bytearray(), bytearray()
     tail = bytearray()
     truncated = False
@@ -464,6 +480,12 @@ def _run(
                 open_pipes -= 1
             elif key.data == "data":
                 truncated |= not _keep(data, chunk, limits.data_bytes)
+                if respond is not None and in_write is not None:
+                    line += chunk
+                    *complete, rest = bytes(line).split(b"\n")
+                    line = bytearray(rest[:65536])
+                    for text in complete:
+                        _send(in_write, respond(text))
             elif not _keep(output, chunk, limits.output_bytes // 2):
                 tail = (tail + chunk)[-limits.output_bytes // 2 :]
     try:  # the sandbox's first process; its PID namespace dies with it
@@ -474,6 +496,8 @@ def _run(
     selector.close()
     os.close(out_read)
     os.close(data_read)
+    if in_write is not None:
+        os.close(in_write)
     text = output.decode("utf-8", errors="replace")
     if tail:
         text += "\n[... output cut ...]\n" + tail.decode("utf-8", errors="replace")
@@ -481,6 +505,16 @@ def _run(
         returncode=proc.returncode, output=text, data=bytes(data), data_truncated=truncated,
         timed_out=timed_out, seconds=time.monotonic() - start,
     )  # fmt: skip
+
+
+def _send(fd: int, reply: bytes | None) -> None:
+    """Write a reply to the command's standard input; a command that does not read it
+    (a full pipe, a closed one) loses the reply, nothing more."""
+    if reply:
+        try:
+            os.write(fd, reply)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":  # python -m autograder.sandbox: can a sandbox be made here?

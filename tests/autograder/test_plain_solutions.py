@@ -1,11 +1,13 @@
 """Tasks are graded by their contract: a straightforward answer earns full marks.
 
 ``tests/autograder/plain/`` holds plain, MiniTorch-sized solutions of the tasks whose
-reference is deliberately elaborate (2.1, 2.2: chunked fast paths; 4.1, 4.2: unfolding
-and register-blocked taps): a ``prange`` over outputs, loop nests. They are filled into
+reference is deliberately elaborate (2.1, 2.2: chunked fast paths; 2.3: packing and a
+register-blocked micro-kernel; 4.1, 4.2: unfolding and register-blocked taps): a
+``prange`` over outputs, loop nests. They are filled into
 a fresh handout between the tasks' begin and end lines, exactly as a student would
 write them; every other task's file comes from the reference; and the grader must give
-the four tasks full marks.
+those five tasks full marks (2.3's speed included). The textbook triple loop as 2.3's
+``gemm`` gives right values but loses the speed check, and only that.
 
 These files are solutions: they live in ``tests/autograder/``, which no handout ships.
 """
@@ -25,7 +27,7 @@ from tests.autograder.plain import stage2, stage4
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN = {**stage2.BODIES, **stage4.BODIES}
-TASK_IDS = ("2.1", "2.2", "4.1", "4.2")
+TASK_IDS = ("2.1", "2.2", "2.3", "4.1", "4.2")
 
 
 def test_the_plain_solutions_write_exactly_the_stubs_of_their_tasks() -> None:
@@ -35,23 +37,28 @@ def test_the_plain_solutions_write_exactly_the_stubs_of_their_tasks() -> None:
         assert written == listed, task_id
 
 
-@pytest.fixture(scope="module")
-def submission(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh handout with the plain solutions of 2.1, 2.2, 4.1, 4.2 and the reference
-    for every other task's files."""
-    sub = tmp_path_factory.mktemp("plain") / "submission"
+def plain_submission(sub: Path, bodies: dict[tuple[str, str], str]) -> Path:
+    """A fresh handout in ``sub`` with ``bodies`` filled into the stubs of their tasks
+    and the reference for every other task's files."""
+    task_ids = {task_id for task_id, _ in bodies}
     write_handout(ROOT, sub)
-    plain_files = {path for task_id in TASK_IDS for path in get_task(task_id).files}
+    plain_files = {path for task_id in task_ids for path in get_task(task_id).files}
     for task in TASKS:
         for rel in task.files:
             if rel not in plain_files:
                 shutil.copy2(ROOT / rel, sub / rel)
     for rel in sorted(plain_files):
-        text, used = fill_text((sub / rel).read_text(encoding="utf-8"), PLAIN)
-        assert not any(stub_pattern(t).search(text) for t in TASK_IDS), rel
+        text, used = fill_text((sub / rel).read_text(encoding="utf-8"), bodies)
+        assert not any(stub_pattern(t).search(text) for t in task_ids), rel
         assert used, rel
         (sub / rel).write_text(text, encoding="utf-8")
     return sub
+
+
+@pytest.fixture(scope="module")
+def submission(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plain solutions of 2.1, 2.2, 2.3, 4.1, 4.2; the reference elsewhere."""
+    return plain_submission(tmp_path_factory.mktemp("plain") / "submission", PLAIN)
 
 
 def test_plain_solutions_get_full_marks_from_the_grader(submission: Path) -> None:
@@ -63,3 +70,11 @@ def test_plain_solutions_get_full_marks_from_the_grader(submission: Path) -> Non
     for score in report.scores:
         assert score.total >= 3, summary
         assert score.score == score.task.points, summary
+
+
+def test_the_naive_triple_loop_loses_the_speed_check_of_2_3_only(tmp_path: Path) -> None:
+    sub = plain_submission(tmp_path / "naive", {("2.3", "gemm"): stage2.NAIVE_GEMM})
+    (score,) = grade(sub, root=ROOT, task_ids=["2.3"]).scores
+    assert [check for check, _ in score.failures] == ["2.3:gemm_speed"], score.report()
+    assert score.failures[0][1].startswith("too slow: the fastest of 3 rounds"), score.report()
+    assert score.passed == score.total - 1 and not score.problem, score.report()

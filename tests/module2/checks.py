@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.checks import Raised, check, raised
+from autograder.checks import Raised, Timed, check, raised
 
 Shape = tuple[int, ...]
 Layout = tuple[tuple[int, ...], int]
@@ -780,7 +780,7 @@ def matmul_tensor_api(rng: np.random.Generator) -> Any:
 
 
 # =========================================================================================
-# Task 2.3: gemm (values only: its speed and parallelism are not data)
+# Task 2.3: gemm (its values, and its speed against the naive loop: timed)
 # =========================================================================================
 
 
@@ -901,6 +901,69 @@ def gemm_thin(rng: np.random.Generator) -> Any:
     for m, n, k in [(1, 1, 300), (70, 69, 1), (1, 133, 5), (133, 1, 7), (2, 3, 1)]:
         runs.append(_gemm_run(rng, m, n, k, rng.random(3) < 0.5))
     return _cases(runs)
+
+
+SPEED_SIZES = (509, 503, 499)
+"""``m, n, k`` of the timed product: about 500 cubed, sizes no tile divides."""
+_speed_buffers: dict[str, np.ndarray] = {}
+
+
+def _speed_inputs(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The operands of the timed product (row by row, uniform in [-0.5, 0.5)) and the
+    positions of the entries the answer reports. The arrays are made once and refilled:
+    a round's time is the product's, not the memory system's first touch of new pages."""
+    m, n, k = SPEED_SIZES
+    if not _speed_buffers:
+        _speed_buffers.update(a=np.empty((m, k)), b=np.empty((k, n)))
+    a, b = _speed_buffers["a"], _speed_buffers["b"]
+    rng.random(out=a)
+    rng.random(out=b)
+    a -= 0.5
+    b -= 0.5
+    return a, b, rng.integers(0, m * n, 16)
+
+
+def _speed_out() -> np.ndarray:
+    """The timed product's output, zeroed (made once)."""
+    m, n, _ = SPEED_SIZES
+    out = _speed_buffers.setdefault("out", np.empty((m, n)))
+    out.fill(0.0)
+    return out
+
+
+def _speed_answer(out: np.ndarray, picks: np.ndarray) -> dict[str, Any]:
+    """What a product is judged by: sums that need every entry (no linear shortcut such
+    as ``a @ (b @ v)`` gives them), its extremes and some entries."""
+    return {"abs_sum": float(np.abs(out).sum()), "square_sum": float(np.square(out).sum()),
+            "max": float(out.max()), "min": float(out.min()),
+            "entries": _array(out.reshape(-1)[picks])}  # fmt: skip
+
+
+def _naive_speed(rng: np.random.Generator) -> dict[str, Any]:
+    """The bar of ``gemm_speed``: the same inputs multiplied by the textbook triple loop,
+    parallel over rows, on the same machine (trusted: only the reference's process runs
+    it)."""
+    from tests.module2.naive import naive_product
+
+    a, b, picks = _speed_inputs(rng)
+    out = _speed_out()
+    naive_product(out, a, b)
+    return _speed_answer(out, picks)
+
+
+@check("2.3", rtol=1e-8, atol=1e-10,
+       timed=Timed(_naive_speed, within=1 / 3, what="the naive triple loop"))  # fmt: skip
+def gemm_speed(rng: np.random.Generator) -> Any:
+    """A product of about 500 cubed at least 3x as fast as the naive triple loop (parallel
+    over rows) on the same inputs and machine, both on all its cores: timed by the
+    grader, from when it sends a round's seed to when the right answer arrives."""
+    from module2.fast_matmul import gemm as kernel
+
+    a, b, picks = _speed_inputs(rng)
+    (m, k), n = a.shape, b.shape[1]
+    out = _speed_out()
+    kernel(out.reshape(-1), 0, n, 1, a.reshape(-1), 0, k, 1, b.reshape(-1), 0, n, 1, m, n, k)
+    return _speed_answer(out, picks)
 
 
 # =========================================================================================

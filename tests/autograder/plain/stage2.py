@@ -1,4 +1,4 @@
-"""Plain solutions of tasks 2.1 and 2.2: what a student may write for full marks.
+"""Plain solutions of tasks 2.1, 2.2 and 2.3: what a student may write for full marks.
 
 MiniTorch-sized kernels straight from the contracts in ``module2/README.md``: a
 ``prange`` over output entries, and for each entry stage 1's index functions to find
@@ -7,7 +7,8 @@ where it is in ``out`` and what it reads in each input (``to_index``,
 buffers of its own. The reduce folds each output's line in order and ignores the
 ``parts`` hint; the matrix product runs a plain ``k`` loop per output entry. None of
 the reference's fast paths, chunking or row folds, and only names that the handout's
-``module2/fast_ops.py`` has.
+``module2/fast_ops.py`` has. ``gemm`` (2.3) is the README's i-k-j loop over contiguous
+rows: ``b`` copied row by row, each output row summed in a row of its own.
 
 Each passes ``i + 0``, not the ``prange`` variable itself, to ``to_index``: Numba
 refuses an inlined function that reassigns the loop index ("Overwrite of parallel loop
@@ -82,9 +83,37 @@ for i in prange(size):
     out[index_to_position(out_index, out_strides)] = total
 """
 
+GEMM = """
+b_rows = np.empty((k, n))  # b copied row by row: the inner loop reads it contiguously
+for p in prange(k):
+    for j in range(n):
+        b_rows[p, j] = b[b_base + p * b_row + j * b_col]
+for i in prange(m):
+    row = np.zeros(n)  # row i of the product, summed in order of k
+    for p in range(k):
+        a_ip = a[a_base + i * a_row + p * a_col]
+        for j in range(n):
+            row[j] += a_ip * b_rows[p, j]
+    for j in range(n):
+        out[o_base + i * o_row + j * o_col] += row[j]
+"""
+
+NAIVE_GEMM = """
+for i in prange(m):
+    for j in range(n):
+        total = 0.0
+        for p in range(k):
+            total += a[a_base + i * a_row + p * a_col] * b[b_base + p * b_row + j * b_col]
+        out[o_base + i * o_row + j * o_col] += total
+"""
+"""The textbook triple loop, in parallel: right values, but not the speed task 2.3
+promises (not in ``BODIES``: ``test_plain_solutions`` checks it loses the speed check
+and nothing else)."""
+
 BODIES: dict[tuple[str, str], str] = {
     ("2.1", "tensor_map_kernel"): TENSOR_MAP,
     ("2.1", "tensor_zip_kernel"): TENSOR_ZIP,
     ("2.1", "tensor_reduce_kernel"): TENSOR_REDUCE,
     ("2.2", "tensor_matrix_multiply_kernel"): TENSOR_MATRIX_MULTIPLY,
+    ("2.3", "gemm"): GEMM,
 }
