@@ -51,6 +51,7 @@ BEGIN = f"# BEGIN {WORD}"
 END = f"# END {WORD}"
 MARKER_LINE = re.compile(rf"^[ \t]*#[ \t]*(BEGIN|END)[ \t]+{WORD}", re.MULTILINE)
 DECLARED = {path for task in TASKS for path in task.files}
+STAGE0_IDS = ", ".join(t.id for t in TASKS if t.stage == 0)
 ALL_CHECKS = [
     "regions and registry agree",
     "no solution text or marker left",
@@ -319,7 +320,7 @@ def test_release_refuses_a_malformed_marker_in_a_declared_file(tmp_path: Path) -
 
 FAKE_TEST = """import pytest
 
-pytestmark = pytest.mark.task0_1
+pytestmark = [{markers}]
 
 
 def test_trivial():
@@ -327,16 +328,28 @@ def test_trivial():
 """
 
 
-def test_release_refuses_a_graded_test_that_passes_on_the_handout(tmp_path: Path) -> None:
+def fake_stage_0(tmp_path: Path, condition: str) -> Path:
+    """A copy of the repository whose stage-0 tests are one trivial test of every
+    stage-0 task (the release's test runs then take a second, not a minute)."""
     fake = copy_repo(tmp_path / "fake")
-    (fake / "tests/module0/test_fake.py").write_text(FAKE_TEST.format(condition="1 + 1 == 2"))
+    for path in (fake / "tests/module0").glob("test_*.py"):
+        path.unlink()
+    markers = ", ".join(f"pytest.mark.{t.marker}" for t in TASKS if t.stage == 0)
+    (fake / "tests/module0/test_fake.py").write_text(
+        FAKE_TEST.format(markers=markers, condition=condition)
+    )
+    return fake
+
+
+def test_release_refuses_a_graded_test_that_passes_on_the_handout(tmp_path: Path) -> None:
+    fake = fake_stage_0(tmp_path, "1 + 1 == 2")
     with pytest.raises(ReleaseError) as excinfo:
         # Through stage 0: the fake test's stage; the later stages' tests would only
         # add minutes (stage 3's run on the CUDA simulator).
         release(tmp_path / "handout", through=0, root=fake, log=_quiet)
     message = str(excinfo.value)
     assert "pass on the handout" in message
-    assert "task 0.1: tests/module0/test_fake.py::test_trivial" in message
+    assert f"task {STAGE0_IDS}: tests/module0/test_fake.py::test_trivial" in message
     assert message.count("::") == 1, message  # nothing else is blamed
 
 
@@ -382,15 +395,14 @@ def test_release_checks_the_grade_in_the_released_shape(tmp_path: Path) -> None:
 
 
 def test_release_refuses_a_graded_test_that_fails_on_the_reference(tmp_path: Path) -> None:
-    fake = copy_repo(tmp_path / "fake")
-    (fake / "tests/module0/test_fake.py").write_text(FAKE_TEST.format(condition="1 + 1 == 3"))
+    fake = fake_stage_0(tmp_path, "1 + 1 == 3")
     with pytest.raises(ReleaseError) as excinfo:
         # Through stage 0: the fake test's stage; the later stages' tests would only
         # add minutes (stage 3's run on the CUDA simulator).
         release(tmp_path / "handout", through=0, root=fake, log=_quiet)
     message = str(excinfo.value)
     assert "fail on the reference" in message
-    assert "task 0.1: tests/module0/test_fake.py::test_trivial" in message
+    assert f"task {STAGE0_IDS}: tests/module0/test_fake.py::test_trivial" in message
     assert message.count("::") == 1, message
 
 
