@@ -136,8 +136,9 @@ chmod -R go-rwx "$AUTOGRADER/source/grader"
 cd "$AUTOGRADER/source/grader"
 "$VENV/bin/python" -m autograder.cli doctor
 "$VENV/bin/python" -m autograder.sandbox
-# Compile the reference's kernels once (Numba caches them beside the grader's sources).
-NUMBA_ENABLE_CUDASIM=1 "$VENV/bin/python" -m autograder.checks {warm} --seed 0 --fd 1 >/dev/null
+# Compile the reference's kernels and the timed checks' baselines once (Numba caches
+# them beside the grader's sources).
+NUMBA_ENABLE_CUDASIM=1 "$VENV/bin/python" -m autograder.checks {warm} --seed 0 --rounds 0 --fd 1 >/dev/null
 """
 
 
