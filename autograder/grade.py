@@ -13,7 +13,11 @@ How a submission is graded (the threat model is in ``autograder/README.md``):
    reference, no network, its own PID namespace, limits, an unprivileged user. What comes
    back is data only: each check's answer, as JSON lines on a pipe.
 3. The same checks run on the reference, in a process that never sees the submission.
-4. The grader compares the two answers of every check (:mod:`autograder.checks`). A task
+   A timed check (task 2.3's speed) also runs rounds: the reference's process answers
+   each round and times the trusted baseline on it; the grader sends each round's seed
+   to the sandbox only when it is ready and times the answer itself (:class:`RoundClock`).
+4. The grader compares the two answers of every check (:mod:`autograder.checks`), and a
+   timed check's fastest right round with its bar. A task
    scores ``points x matching checks / checks``. An answer that is missing, malformed or
    different earns nothing (fail closed); nothing the sandboxed code does can change how
    the answers are compared.
