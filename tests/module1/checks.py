@@ -531,6 +531,33 @@ def shape_broadcast_errors(rng: np.random.Generator) -> Any:
 
 
 @check("1.2")
+def shape_broadcast_message(rng: np.random.Generator) -> Any:
+    """The ShapeError of shapes that clash names both shapes, as tuples (README, and
+    ``test_shape_broadcast_names_incompatible_shapes``): its type, and whether each
+    shape's ``str`` is in the message."""
+    from module1.tensor_data import shape_broadcast as broadcast
+
+    pairs: list[tuple[Shape, Shape]] = [((2, 3), (4,)), ((3, 2), (2, 3)), ((5,), (2, 5, 3))]
+    for _ in range(5):
+        n = int(rng.integers(1, 4))
+        a = [1 if rng.random() < 0.3 else int(s) for s in rng.integers(2, 5, n)]
+        b = list(a)
+        d = int(rng.integers(0, n))
+        a[d], b[d] = (int(s) for s in rng.choice([2, 3, 4, 5], 2, replace=False))
+        cut = int(rng.integers(0, d + 1))
+        left = rng.random() < 0.5
+        pairs.append((tuple(a[cut:]), tuple(b)) if left else (tuple(a), tuple(b[cut:])))
+
+    def run(a: Shape, b: Shape) -> Any:
+        try:
+            return broadcast(a, b)
+        except Exception as exc:  # the error is the answer
+            return [type(exc).__name__, str(a) in str(exc), str(b) in str(exc)]
+
+    return {"inputs": pairs, "out": [raised(lambda p=p: run(*p)) for p in pairs]}
+
+
+@check("1.2")
 def shape_broadcast_empty(rng: np.random.Generator) -> Any:
     """1 against 0 gives 0 (the size that is not 1); 0 against 2 does not broadcast."""
     from module1.tensor_data import shape_broadcast as broadcast
@@ -586,11 +613,13 @@ def _kernel(call: Callable[..., None], operands: Sequence[Operand], *extra: Any)
 @check("1.3")
 @_given_indexing
 def tensor_map(rng: np.random.Generator) -> Any:
-    """Inputs and outputs in any layout; the input broadcast to the output's shape."""
+    """Inputs and outputs in any layout; the input broadcast to the output's shape; 0-d
+    inputs and outputs (``-s``, ``s.exp()`` of a 0-d ``s``)."""
     from module1.tensor_ops import tensor_map as kernel
 
     cases, outs = [], []
-    pairs = [((3, 1), (2, 3, 4)), ((1, 4), (3, 1))] + [_broadcast_pair(rng) for _ in range(6)]
+    pairs = [((3, 1), (2, 3, 4)), ((1, 4), (3, 1)), ((), ()), ((), (2, 3))]
+    pairs += [_broadcast_pair(rng) for _ in range(6)]
     for in_shape, other in pairs:
         out_shape = _given_shape_broadcast(in_shape, other)
         a = _operand(rng, _values(rng, in_shape))
@@ -604,11 +633,13 @@ def tensor_map(rng: np.random.Generator) -> Any:
 @check("1.3")
 @_given_indexing
 def tensor_zip(rng: np.random.Generator) -> Any:
-    """Both inputs broadcast to the output's shape; every operand in any layout."""
+    """Both inputs broadcast to the output's shape; every operand in any layout; 0-d
+    operands and outputs (``s * s + 1`` of a 0-d ``s``)."""
     from module1.tensor_ops import tensor_zip as kernel
 
     cases, outs = [], []
-    pairs = [((2, 1, 3), (4, 1)), ((1, 3), (2, 1))] + [_broadcast_pair(rng) for _ in range(6)]
+    pairs = [((2, 1, 3), (4, 1)), ((1, 3), (2, 1)), ((), ()), ((3,), ())]
+    pairs += [_broadcast_pair(rng) for _ in range(6)]
     for a_shape, b_shape in pairs:
         out_shape = _given_shape_broadcast(a_shape, b_shape)
         a, b = _operand(rng, _values(rng, a_shape)), _operand(rng, _values(rng, b_shape))
@@ -644,6 +675,29 @@ def tensor_reduce(rng: np.random.Generator) -> Any:
         cases.append({"reduce": name, "a": shape, "dim": dim, "a_strides": a[2]})
         call = kernel(fn)
         outs.append(raised(lambda call=call, out=out, a=a, dim=dim: _kernel(call, [out, a], dim)))
+    return {"inputs": cases, "out": outs}
+
+
+@check("1.3")
+@_given_indexing
+def tensor_reduce_empty(rng: np.random.Generator) -> Any:
+    """Tensors with an empty dimension (``all()`` / ``any()`` of a ``(2, 0)`` tensor in
+    ``test_all_and_any_known_values``): over the empty dim every entry of ``out`` keeps
+    its start value, over another dim there is nothing to write."""
+    from module1.tensor_ops import tensor_reduce as kernel
+
+    empty: list[tuple[Shape, int]] = [((2, 0), 1), ((0, 3), 0), ((3, 0, 2), 1), ((2, 0), 0),
+                                      ((0,), 0)]  # fmt: skip
+    cases, outs = [], []
+    for name, (fn, start) in _REDUCERS.items():
+        for shape, dim in empty:
+            out_shape = tuple(1 if d == dim else s for d, s in enumerate(shape))
+            a = _operand(rng, np.zeros(shape))
+            out = _operand(rng, np.full(out_shape, start))
+            cases.append({"reduce": name, "a": shape, "dim": dim, "out_strides": out[2]})
+            call = kernel(fn)
+            outs.append(raised(lambda call=call, out=out, a=a, dim=dim:
+                               _kernel(call, [out, a], dim)))  # fmt: skip
     return {"inputs": cases, "out": outs}
 
 
@@ -799,6 +853,42 @@ def permute_forward(rng: np.random.Generator) -> Any:
     return {"inputs": cases, "out": outs}
 
 
+@check("1.3", "Permute.forward_errors")
+@_given_indexing
+def permute_forward_errors(rng: np.random.Generator) -> Any:
+    """An order that is not a permutation of the dimensions raises ShapeError naming the
+    shape (``test_permute_that_is_not_a_permutation_names_it``): a view built by hand
+    must still go through ``TensorData.permute``'s check. Mixed with valid orders."""
+    from module1.tensor_data import ShapeError
+
+    function, backend = _function("Permute"), _numpy_backend()
+    cases: list[tuple[Shape, tuple[int, ...]]] = [
+        ((2, 3), (0, 0)), ((2, 3), (1,)), ((2, 3), (0, 1, 2)), ((2, 3), (0, 5))
+    ]  # fmt: skip
+    for _ in range(4):
+        shape = _shape(rng, 2, 3, 4, min_size=2)
+        n = len(shape)
+        order = [int(i) for i in rng.permutation(n)]
+        kind = int(rng.integers(0, 4))
+        if kind == 0:  # a repeated dimension
+            order[int(rng.integers(1, n))] = order[0]
+        elif kind == 1:  # one dimension too few
+            order = order[1:]
+        elif kind == 2:  # a dimension that does not exist
+            order[int(rng.integers(0, n))] = n + int(rng.integers(0, 3))
+        cases.append((shape, tuple(order)))
+    tensors = [_make(_values(rng, shape), _layout(rng, len(shape)), backend) for shape, _ in cases]
+
+    def run(t: Any, order: tuple[int, ...]) -> Any:
+        try:
+            return function.apply(t, order).to_numpy()
+        except ShapeError as exc:
+            return ["ShapeError", str(t.shape) in str(exc)]
+
+    outs = [raised(lambda t=t, c=c: run(t, c[1])) for t, c in zip(tensors, cases, strict=True)]
+    return {"inputs": cases, "out": outs}
+
+
 @check("1.3", "View.forward")
 @_given_indexing
 def view_forward(rng: np.random.Generator) -> Any:
@@ -820,12 +910,13 @@ def view_forward(rng: np.random.Generator) -> Any:
 @_given_indexing
 def copy_forward(rng: np.random.Generator) -> Any:
     """A contiguous copy: its values, its contiguity, and that a later write to the input
-    does not reach it."""
+    does not reach it (also when the input is already contiguous: still a copy)."""
     function, backend = _function("Copy"), _numpy_backend()
     cases, outs = [], []
-    for _ in range(6):
+    for k in range(6):
         shape = _shape(rng, 1, 3, 4)
-        t = _make(_values(rng, shape), _layout(rng, len(shape)), backend)
+        layout = _contiguous(len(shape)) if k == 0 else _layout(rng, len(shape))
+        t = _make(_values(rng, shape), layout, backend)
         index = tuple(int(rng.integers(0, n)) for n in shape)
         cases.append(shape)
 
@@ -913,6 +1004,26 @@ def tensor_expressions(rng: np.random.Generator) -> Any:
     return {"inputs": cases, "out": outs}
 
 
+@check("1.3")
+@_given_indexing
+def empty_reductions(rng: np.random.Generator) -> Any:
+    """Integration: ``all``, ``any`` and ``sum`` of tensors with an empty dimension, over
+    every dim and over everything, on the simple backend (``test_all_and_any_known_values``:
+    an empty ``all`` is 1.0, an empty ``any`` 0.0); and of a tensor with zeros."""
+    f = _simple_backend()
+    shapes: list[Shape] = [(2, 0), (0, 3), (3, 0, 2), _shape(rng, 1, 3, 3)]
+    arrays = [np.zeros(s) for s in shapes[:3]]
+    arrays.append(np.where(rng.random(shapes[3]) < 0.3, 0.0, _values(rng, shapes[3])))
+    tensors = [_make(x, _layout(rng, x.ndim), f) for x in arrays]
+
+    def run(t: Any) -> Any:
+        dims: list[int | None] = [None, *range(t.dims)]
+        return [[t.all(d).to_numpy(), t.any(d).to_numpy(), t.sum(d, keepdim=True).to_numpy()]
+                for d in dims]  # fmt: skip
+
+    return {"inputs": shapes, "out": [raised(lambda t=t: run(t)) for t in tensors]}
+
+
 # -- 1.4 backward (on the trusted backend) ------------------------------------------------
 
 
@@ -986,6 +1097,47 @@ def _binary_backward(name: str) -> Callable[[np.random.Generator], Any]:
 
 for _name in _BINARY:
     check("1.4", f"{_name}.backward")(_given_indexing(_binary_backward(_name)))
+
+
+@check("1.4")
+@_given_indexing
+def comparison_broadcast_backward(rng: np.random.Generator) -> Any:
+    """LT, EQ and IsClose of operands that broadcast (0-d ones too): zero gradients, each
+    in its own operand's shape (``test_comparisons_pass_zero_gradients_back_in_each_
+    input_shape``), so zeros shaped like one operand do not do for the other."""
+    backend = _numpy_backend()
+    names = ("LT", "EQ", "IsClose")
+    pairs: list[tuple[Shape, Shape]] = [((3, 1), (4,)), ((2,), (3, 1)), ((), (2, 3))]
+    pairs += [_broadcast_pair(rng, 0, 3, 3) for _ in range(6)]
+    cases, outs = [], []
+    for k, (a_shape, b_shape) in enumerate(pairs):
+        name = names[k % 3]
+        a = _make(_values(rng, a_shape), _layout(rng, len(a_shape)), backend, True)
+        b = _make(_values(rng, b_shape), _layout(rng, len(b_shape)), backend, True)
+        w = _upstream(rng, _given_shape_broadcast(a_shape, b_shape))
+        fn = _function(name)
+        cases.append((name, a_shape, b_shape))
+        outs.append(raised(lambda a=a, b=b, w=w, fn=fn: _grads(fn.apply(a, b), w, [a, b])))
+    return {"inputs": cases, "out": outs}
+
+
+@check("1.4", "ReLU.backward_at_zero")
+@_given_indexing
+def relu_backward_at_zero(rng: np.random.Generator) -> Any:
+    """ReLU's gradient is ``d`` where ``a > 0`` and 0 elsewhere, so 0 at ``a = 0`` (and
+    ``-0.0``), as the README's table says (the loss of 1.5 relies on it at ``z = 0``)."""
+    function, backend = _function("ReLU"), _numpy_backend()
+    cases, outs = [], []
+    for _ in range(4):
+        shape = _shape(rng, 1, 3, 4)
+        x = np.where(rng.random(shape) < 0.4, rng.choice([0.0, -0.0], shape), _values(rng, shape))
+        x = np.asarray(x, dtype=np.float64).reshape(shape)
+        x.reshape(-1)[0] = 0.0
+        leaf = _make(x, _layout(rng, len(shape)), backend, requires_grad=True)
+        w = _upstream(rng, shape)
+        cases.append(shape)
+        outs.append(raised(lambda leaf=leaf, w=w: _grads(function.apply(leaf), w, [leaf])))
+    return {"inputs": cases, "out": outs}
 
 
 def _backward_alone(name: str, saved: tuple[Any, ...], upstream: Any) -> np.ndarray:
