@@ -3,22 +3,24 @@ on inputs drawn from ``rng`` and returns what came back; the grader compares tha
 what the reference returns for the same inputs, outside the student's process.
 
 Tensors are built with given code (``from_numpy``, or a ``TensorData`` over a permuted
-storage for non-contiguous layouts) and read back with ``to_numpy``. They run on
-``SimpleBackend``, which compiles nothing: stage-4 code is the same on every backend,
-and ``FastTensorBackend``'s kernels would add about half a minute of Numba compilation
-to every grade (the state-dict checks also use it: they run none of its kernels). The
-convolution and
-max-pooling kernels are called directly on NumPy arrays (outputs filled with nan, so an
-entry a kernel skips shows). Where a task's code calls another stage-4 task's code, the
-check swaps that code for a NumPy stand-in while it runs (:class:`_Patched`): the conv
-layers of 4.4 run on NumPy kernels instead of 4.1/4.2's, and the networks of 4.5 on
-NumPy convolution, pooling, max, flatten and dropout layers, so each task is graded on
-its own functions. Initialisers and dropout draw random numbers: their checks return
-statistics that a judge holds to bounds at six standard deviations.
+storage for non-contiguous layouts) and read back with ``to_numpy``. They run on a twin
+of ``SimpleBackend`` (:func:`_simple`: the same kernels, which compile nothing, but not
+the default backend, so a constant made on the default backend shows): stage-4 code is
+the same on every backend, and ``FastTensorBackend``'s kernels would add about half a
+minute of Numba compilation to every grade (the state-dict checks also use it: they run
+none of its kernels). The convolution and max-pooling kernels are called directly on
+NumPy arrays (outputs filled with nan, so an entry a kernel skips shows). Where a task's
+code calls another stage-4 task's code, the check swaps that code for a NumPy stand-in
+while it runs (:class:`_Patched`): the conv layers of 4.4 run on NumPy kernels instead
+of 4.1/4.2's, and the networks of 4.5 on NumPy convolution, pooling, max, flatten and
+dropout layers, so each task is graded on its own functions. Initialisers and dropout
+draw random numbers: their checks return statistics that a judge holds to bounds at six
+standard deviations.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,10 +37,16 @@ NAN = float("nan")
 # -- tensors in and out -----------------------------------------------------------------
 
 
+@functools.cache
 def _simple() -> Any:
-    from module1.tensor_ops import SimpleBackend
+    """A twin of ``SimpleBackend``: its kernels (it compiles nothing), another identity.
+    A constant that student code makes on the default backend (``from_numpy(a)``,
+    ``tensor(v)``) instead of the input's then raises BackendError when combined with
+    the input, as the tests' runs on ``FastTensorBackend`` do (the README: make the
+    one-hot and the dropout mask on the input's backend)."""
+    from module1.tensor_ops import SimpleOps, TensorBackend
 
-    return SimpleBackend
+    return TensorBackend(SimpleOps)
 
 
 def _fast() -> Any:
