@@ -33,12 +33,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from numba import njit
 
 from module1.tensor import Tensor, from_numpy
 from module2 import fast_matmul
 from module2.fast_matmul import gemm, tensor_matrix_multiply_packed
 from module2.fast_ops import FastOps, FastTensorBackend
+from tests.module2.naive import naive_product
 from tests.parallel import assert_parallel
 from tests.strict import exact_tensor
 
@@ -163,19 +163,6 @@ def test_gemm_runs_in_parallel() -> None:
     a, b = rng.normal(size=(163, 2003)), rng.normal(size=(2003, 157))
     out = np.zeros((163, 157))
     assert_parallel(lambda: call_gemm(out, a, b), "gemm", gemm)
-
-
-@njit(cache=True)
-def naive_product(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    """``out = a @ b`` by the textbook triple loop: the bar ``gemm`` must clear."""
-    m, k = a.shape
-    n = b.shape[1]
-    for i in range(m):
-        for j in range(n):
-            total = 0.0
-            for p in range(k):
-                total += a[i, p] * b[p, j]
-            out[i, j] = total
 
 
 def cpu_seconds(call: Callable[[], None]) -> float:
