@@ -473,6 +473,77 @@ def tensor_reduce_kernel_large(rng: np.random.Generator) -> Any:
     return _cases(runs)
 
 
+@check("2.1", rtol=1e-8, atol=1e-10)
+def tensor_reduce_kernel_contiguous(rng: np.random.Generator) -> Any:
+    """Input and output both contiguous, as the backend makes them (the large cases
+    above write into outputs with gaps): along the first or a middle dimension, where
+    a kernel may fold blocks of neighbouring outputs side by side (widths of outputs
+    that no block size divides), and the long folds of a whole tensor's sum cut into
+    the backend's ``parts``; small ones along every dimension, each op."""
+    cases: list[tuple[Shape, int, int]] = [
+        ((211, 199), 0, 1),
+        ((1000, 1009), 0, 1),
+        ((3, 101, 113), 1, 1),
+        ((7, 5, 1031), 1, 1),
+        ((301, 37, 3), 0, 1),
+        ((50_000, 4), 0, 1),
+        ((200_003,), 0, 48),
+        ((2, 100_001), 1, 24),
+    ]
+    runs: list[Run] = []
+    for shape, dim, parts in cases:
+        x = rng.uniform(0.5, 1.5, shape)
+        x.reshape(-1)[int(rng.integers(x.size))] = 9.0  # one maximum somewhere inside
+        out_shape = tuple(1 if d == dim else n for d, n in enumerate(shape))
+        plain = _plain(len(shape))
+        for name in ("add", "max"):
+            start = rng.uniform(-2.0, 2.0, out_shape)
+            what = f"{name} over dim {dim} of {shape}, contiguous into contiguous, parts {parts}"
+            runs.append((what, _reduce, (name, x, plain, dim, start, plain, parts)))
+    shape = _shape(rng, 3, 3, 6)
+    for dim in range(3):
+        out_shape = tuple(1 if d == dim else n for d, n in enumerate(shape))
+        for name, kind, start_kind in REDUCE:
+            x, start = _draw(rng, shape, kind), _draw(rng, out_shape, start_kind)
+            what = f"{name} over dim {dim} of {shape}, contiguous into contiguous"
+            runs.append((what, _reduce, (name, x, _plain(3), dim, start, _plain(3), 1)))
+    return _cases(runs)
+
+
+@check("2.1", rtol=1e-9, atol=1e-12)
+def kernels_0d(rng: np.random.Generator) -> Any:
+    """0-d tensors (a number in a tensor: ``t * 2.0`` makes one): a map and a zip into a
+    0-d output (aligned, and with a spare slot), and 0-d inputs broadcast to every
+    entry of a larger output."""
+    zero_d = _plain(0)
+    map_cases: list[tuple[str, Layout, Shape, Layout]] = [
+        ("neg", zero_d, (), zero_d),
+        ("exp", zero_d, (), _plain(0, 2)),
+        ("sigmoid", _plain(0, 2), (3, 4), _reversed(2, 2)),
+        ("relu", zero_d, (5,), _plain(1)),
+    ]
+    runs: list[Run] = []
+    for name, layout, out_shape, out_layout in map_cases:
+        x = _draw(rng, ())
+        what = f"{name}: {_where((), layout)} into {_where(out_shape, out_layout)}"
+        runs.append((what, _map, (name, x, layout, out_shape, out_layout)))
+    zip_cases: list[tuple[str, Shape, Layout, Shape, Layout, Layout]] = [
+        ("add", (), zero_d, (), zero_d, zero_d),
+        ("mul", (), zero_d, (), _plain(0, 2), _plain(0, 2)),
+        ("max", (4,), _plain(1, 2), (), zero_d, _plain(1)),
+        ("lt", (), _plain(0, 2), (2, 3), _reversed(2), _plain(2, 2)),
+        ("log_back", (), zero_d, (3, 1, 2), _plain(3), _reversed(3)),
+    ]
+    for name, a_shape, la, b_shape, lb, lo in zip_cases:
+        a_kind = "nonzero" if name == "log_back" else "values"
+        x, y = _draw(rng, a_shape, a_kind), _draw(rng, b_shape)
+        out_shape = _broadcast(a_shape, b_shape)
+        what = f"{name}: a {_where(a_shape, la)}, b {_where(b_shape, lb)}, "
+        what += f"out {_where(out_shape, lo)}"
+        runs.append((what, _zip, (name, x, la, y, lb, out_shape, lo)))
+    return _cases(runs)
+
+
 # -- through the Tensor API on the fast backend (given code around the three kernels) ------
 
 
@@ -970,8 +1041,9 @@ def gemm_speed(rng: np.random.Generator) -> Any:
 # Task 2.4: the fused optimizer steps
 # =========================================================================================
 
-SIZES = [1, 7, 511, 512, 1541]
-"""Both sides of the reference's ``PARALLEL_MIN`` (512), and a size no chunk divides."""
+SIZES = [1, 7, 511, 512, 1541, 40_961]
+"""Both sides of the reference's ``PARALLEL_MIN`` (512), and sizes no chunk divides (the
+last, a prime, past any chunk or block size a kernel may cut a large parameter into)."""
 
 
 def _gradient(rng: np.random.Generator, shape: Shape) -> np.ndarray:

@@ -562,6 +562,27 @@ def tensor_reduce_kernel(rng: np.random.Generator) -> Any:
     return {"inputs": inputs, "out": out}
 
 
+@check("3.2", "tensor_reduce more threads than entries", **FOLD)
+def tensor_reduce_idle_threads(rng: np.random.Generator) -> Any:
+    """Blocks of 8 or 16 threads over a dimension of 1 to 5 entries, for every function:
+    a thread with no entry must hand the tree ``start`` (1 for a product, -inf for a
+    max of negative entries), not 0. Two outputs, so two blocks, into an output with
+    gaps (which stay nan)."""
+    inputs, out = [], []
+    for name, start, kind in _REDUCE_FNS:
+        length = int(rng.integers(1, 6))
+        threads = int(rng.choice([8, 16]))
+        x = _values(rng, (2, length), kind)
+        if name == "max":
+            x = -np.abs(x) - 0.5  # all below 0: a padding of 0 would win the max
+        a = _strided(x, _layout(rng, 2))
+        target = _nans((2, 1), (tuple(int(d) for d in rng.permutation(2)), 2))
+        inputs.append(f"{name} over dim 1 of {_describe(a)} -> {_describe(target)}, "
+                      f"{threads} threads")  # fmt: skip
+        out.append(_try(_run_reduce, name, start, target, a, 1, threads))
+    return {"inputs": inputs, "out": out}
+
+
 def _reduce_shared(name: str, start: float, x: np.ndarray) -> Any:
     """Two blocks of 8 threads fold the rows of ``x``, under the shared-memory log."""
     from module3.cuda_ops import tensor_reduce
@@ -760,6 +781,25 @@ def tensor_matrix_multiply_several_tiles(rng: np.random.Generator) -> Any:
             _try(_run_matmul, *_matmul_case(u, v, rows, columns, ((1, 0), 2))),
         ],
     }
+
+
+@check("3.3", "tensor_matrix_multiply batch dimensions", **FOLD)
+def tensor_matrix_multiply_batch_dimensions(rng: np.random.Generator) -> Any:
+    """Two batch dimensions, broadcast on both sides ((2, 1, 3, 4) @ (2, 4, 2): the
+    output's batch ``z`` is an index of two dimensions, not an offset along one),
+    contiguous; then (2, 1, 2, 3) @ (1, 3, 2), ``b`` broadcast over both, in random
+    layouts."""
+    x, y = _values(rng, (2, 1, 3, 4)), _values(rng, (2, 4, 2))
+    u, v = _values(rng, (2, 1, 2, 3)), _values(rng, (1, 3, 2))
+    plain = [((0, 1, 2, 3), 1), ((0, 1, 2), 1), ((0, 1, 2, 3), 1)]
+    shuffled = [_layout(rng, 4), _layout(rng, 3), _layout(rng, 4)]
+    target, a, b = _matmul_case(x, y, *plain)
+    other, c, d = _matmul_case(u, v, *shuffled)
+    return {
+        "inputs": [f"{_describe(a)} @ {_describe(b)} -> {_describe(target)}",
+                   f"{_describe(c)} @ {_describe(d)} -> {_describe(other)}"],
+        "out": [_try(_run_matmul, target, a, b), _try(_run_matmul, other, c, d)],
+    }  # fmt: skip
 
 
 @check("3.3", **FOLD)
