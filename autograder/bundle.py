@@ -138,7 +138,8 @@ cd "$AUTOGRADER/source/grader"
 "$VENV/bin/python" -m autograder.sandbox
 # Compile the reference's kernels and the timed checks' baselines once (Numba caches
 # them beside the grader's sources).
-NUMBA_ENABLE_CUDASIM=1 "$VENV/bin/python" -m autograder.checks {warm} --seed 0 --rounds 0 --fd 1 >/dev/null
+NUMBA_ENABLE_CUDASIM=1 "$VENV/bin/python" -m autograder.checks {warm} --seed 0 \\
+    --rounds 0 --fd 1 >/dev/null
 """
 
 

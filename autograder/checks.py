@@ -38,6 +38,7 @@ case.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
 import json
@@ -430,7 +431,7 @@ def run_checks(
             start = time.monotonic()
             np.random.seed(seed % 2**32)
             random.seed(seed)
-            value = _answer(lambda e=entry: e.fn(seed_for(seed, e)))
+            value = _answer(functools.partial(entry.fn, seed_for(seed, entry)))
             _write(out, {"check": entry.id, "answer": value,
                          "seconds": round(time.monotonic() - start, 3)})  # fmt: skip
             if entry.timed is None or (isinstance(value, dict) and "raised" in value):
@@ -444,7 +445,7 @@ def run_checks(
                 if not line.strip().isdigit():
                     break
                 round_seed, start = int(line), time.monotonic()
-                value = _answer(lambda e=entry, s=round_seed: e.fn(round_rng(s, e)))
+                value = _answer(functools.partial(entry.fn, round_rng(round_seed, entry)))
                 _write(out, {"check": entry.id, "round": number, "answer": value,
                              "seconds": round(time.monotonic() - start, 4)})  # fmt: skip
 
@@ -467,7 +468,7 @@ def _reference_rounds(entry: Check, timed: Timed, rounds: Sequence[int], out: An
     of two runs, after one run that compiles it)."""
     _answer(lambda: timed.baseline(round_rng(rounds[0], entry)))
     for number, round_seed in enumerate(rounds[: timed.rounds]):
-        value = _answer(lambda s=round_seed: entry.fn(round_rng(s, entry)))
+        value = _answer(functools.partial(entry.fn, round_rng(round_seed, entry)))
         best = math.inf
         for _ in range(2):
             start = time.perf_counter()

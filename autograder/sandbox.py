@@ -498,11 +498,11 @@ def _run(
     os.close(data_read)
     if in_write is not None:
         os.close(in_write)
-    text = output.decode("utf-8", errors="replace")
+    shown = output.decode("utf-8", errors="replace")
     if tail:
-        text += "\n[... output cut ...]\n" + tail.decode("utf-8", errors="replace")
+        shown += "\n[... output cut ...]\n" + tail.decode("utf-8", errors="replace")
     return SandboxResult(
-        returncode=proc.returncode, output=text, data=bytes(data), data_truncated=truncated,
+        returncode=proc.returncode, output=shown, data=bytes(data), data_truncated=truncated,
         timed_out=timed_out, seconds=time.monotonic() - start,
     )  # fmt: skip
 
