@@ -52,9 +52,9 @@ from autograder.checks import (
     read_baselines,
     round_key,
 )
-from autograder.paths import ROOT, available_tasks, repo_files
+from autograder.paths import ROOT, available_tasks, course_tasks, repo_files
 from autograder.regions import find_regions, stub_text
-from autograder.registry import TASKS, Task
+from autograder.task import Task
 
 MAX_FILE_BYTES = 1 << 20
 
@@ -157,7 +157,7 @@ def build_workspace(
     """Fill ``workspace``; return notes about files that were missing or refused. The
     result is readable by everyone (the sandbox user) and writable by no one else."""
     notes: list[str] = []
-    declared = {path: task.stage for task in TASKS for path in task.files}
+    declared = {path: task.stage for task in course_tasks(root) for path in task.files}
     for rel in repo_files(root):
         path = rel.as_posix()
         target = workspace / rel

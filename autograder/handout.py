@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from autograder.registry import Task
+from autograder.task import Task
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
+import zlib
 from pathlib import Path
 
-from autograder.registry import TASKS, Task
+from autograder import registry
+from autograder.task import Task, find_task
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository this tooling was loaded from (the reference, or a student's handout)."""
@@ -61,10 +64,37 @@ def other_tree_message(cwd: Path) -> str | None:
     )
 
 
+_loaded: dict[tuple[str, int], tuple[Task, ...]] = {}
+
+
+def course_tasks(root: Path = ROOT) -> tuple[Task, ...]:
+    """The tasks of the course tree ``root``: its own ``autograder/registry.py`` (this
+    tooling's registry when ``root`` is ``ROOT`` or has no registry of its own). Only
+    trusted trees are read this way (the reference, a release's output, a student's own
+    handout), never a submission."""
+    path = (root / "autograder" / "registry.py").resolve()
+    if path == (ROOT / "autograder" / "registry.py").resolve() or not path.is_file():
+        return registry.TASKS
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _loaded:
+        name = f"_course_registry_{zlib.crc32(str(path).encode()):08x}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None, path
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _loaded[key] = tuple(module.TASKS)
+    return _loaded[key]
+
+
+def course_task(task_id: str, root: Path = ROOT) -> Task:
+    """The task of ``root``'s registry with this id (KeyError naming the known ids)."""
+    return find_task(course_tasks(root), task_id)
+
+
 def available_tasks(root: Path = ROOT) -> tuple[Task, ...]:
     """The registry's tasks whose stage package is present in ``root`` (a handout
     released ``--through N`` has no later stages)."""
-    return tuple(t for t in TASKS if (root / f"module{t.stage}").is_dir())
+    return tuple(t for t in course_tasks(root) if (root / f"module{t.stage}").is_dir())
 
 
 def test_dirs(tasks: tuple[Task, ...]) -> list[str]:

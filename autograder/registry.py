@@ -4,39 +4,15 @@ Docs, the test markers, the CLI, the release tool and the grader all read this l
 nothing else in the repository enumerates tasks. A task's solution lives in the regions
 ``# BEGIN SOLUTION <id>`` ... ``# END SOLUTION`` of the files it names, and its tests
 carry the pytest marker ``task<stage>_<n>`` (``0.4`` -> ``task0_4``).
+
+The tooling reads the registry of the tree it works on (``autograder.paths.
+course_tasks``): this file holds only data, so a course (or the tooling's small test
+course, ``tests/autograder/toy``) is its own ``TASKS``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Task:
-    """One graded unit of work."""
-
-    id: str
-    """Dotted id, ``"<stage>.<n>"``."""
-    title: str
-    points: int
-    files: tuple[str, ...]
-    """Repository-relative files that hold the task's solution regions."""
-    functions: tuple[str, ...]
-    """Qualified names (``module:Class.method``) the student writes."""
-    optional: bool = False
-    """Graded, but the framework works without it (it falls back to given code), so
-    scripts and the main job do not wait for it."""
-
-    @property
-    def stage(self) -> int:
-        """The stage (``moduleN``) the task belongs to."""
-        return int(self.id.split(".")[0])
-
-    @property
-    def marker(self) -> str:
-        """The pytest marker that selects the task's tests."""
-        return "task" + self.id.replace(".", "_")
-
+from autograder.task import Task, find_task
 
 TASKS: tuple[Task, ...] = (
     Task(
@@ -373,11 +349,7 @@ TASKS: tuple[Task, ...] = (
 
 def get_task(task_id: str) -> Task:
     """Return the task with this id, or raise KeyError listing the known ids."""
-    for task in TASKS:
-        if task.id == task_id:
-            return task
-    known = ", ".join(t.id for t in TASKS)
-    raise KeyError(f"unknown task {task_id!r}; the registry has: {known}")
+    return find_task(TASKS, task_id)
 
 
 def tasks_for_stage(stage: int) -> tuple[Task, ...]:

@@ -48,10 +48,10 @@ from pathlib import Path
 
 from autograder import sandbox
 from autograder.handout import student_readme
-from autograder.paths import ROOT, available_tasks, repo_files, test_dirs
+from autograder.paths import ROOT, available_tasks, course_tasks, repo_files, test_dirs
 from autograder.regions import BEGIN, END, RegionError, find_regions, omitted_names, stub_text
-from autograder.registry import TASKS, Task
 from autograder.runner import RunResult, TestResult, run_pytest
+from autograder.task import Task
 
 _NOT_RUN = TestResult("", "error", message="did not run")
 
@@ -92,7 +92,7 @@ def _later_stage(rel: Path, through: int | None) -> bool:
 def check_regions(root: Path, tasks: Iterable[Task]) -> None:
     """Check 2 on the reference: regions and registry agree (ReleaseError if not)."""
     tasks = tuple(tasks)
-    known = {t.id: t for t in TASKS}
+    known = {t.id: t for t in course_tasks(root)}
     seen: set[tuple[str, str]] = set()
     for rel in repo_files(root):
         if rel.suffix != ".py" or rel.parts[0] == "tests":
@@ -150,11 +150,28 @@ def shaped_reference(root: Path, through: int | None) -> Path:
     """The reference in the released shape, in a folder of its own that is kept between
     releases (so Numba's kernel cache inside it stays warm)."""
     key = zlib.crc32(str(root.resolve()).encode())
-    folder = Path(tempfile.gettempdir()) / (
+    base = Path(tempfile.gettempdir())
+    _prune_shaped(base)
+    folder = base / (
         f"minitorch-shaped-{os.getuid()}-{key:08x}-{'all' if through is None else through}"
     )
     write_reference(root, folder, through)
+    folder.with_name(folder.name + ".root").write_text(str(root.resolve()), encoding="utf-8")
     return folder
+
+
+def _prune_shaped(base: Path) -> None:
+    """Remove the shaped copies (and kernel caches) of trees that no longer exist."""
+    for marker in base.glob(f"minitorch-shaped-{os.getuid()}-*.root"):
+        try:
+            if Path(marker.read_text(encoding="utf-8")).is_dir():
+                continue
+            folder = marker.with_suffix("")
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(_kernel_cache(folder), ignore_errors=True)
+            marker.unlink()
+        except OSError:
+            continue
 
 
 def _kernel_cache(shaped: Path) -> Path:
@@ -484,7 +501,7 @@ def release(
         if not force:
             raise ReleaseError(f"{out_dir} is not empty; pass --force to replace it")
         shutil.rmtree(out_dir)
-    if not any((root / rel).is_file() for t in TASKS for rel in t.files):
+    if not any((root / rel).is_file() for t in course_tasks(root) for rel in t.files):
         raise ReleaseError(f"{root} holds no task files: is it the reference repository?")
     check_regions(root, available_tasks(root))  # malformed markers: refuse, don't crash
     report = write_handout(root, out_dir, through)

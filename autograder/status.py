@@ -24,10 +24,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
-from autograder.paths import ROOT, available_tasks, test_dirs
+from autograder.paths import ROOT, available_tasks, course_task, test_dirs
 from autograder.regions import STUB_MESSAGE, STUDENT_BEGIN, STUDENT_END, stub_pattern
-from autograder.registry import Task, get_task
 from autograder.runner import RunResult, TestResult, run_pytest
+from autograder.task import Task
 
 FAILURES_SHOWN = 8
 """``minitorch test`` shows the messages of this many failing tests (``--full``: all)."""
@@ -350,7 +350,7 @@ def run_task_tests(
     if task_id is None:
         return list_tasks(root, console)
     try:
-        task = get_task(task_id)
+        task = course_task(task_id, root)
     except KeyError as exc:
         console.print(f"[red]{escape(exc.args[0])}[/]")
         return 2

@@ -4,10 +4,13 @@ of attack, each scoring what the submission's real work deserves.
 The attacks are written against the grader as it was before the graded checks and the
 sandbox too (pytest in the student's process, a tamper guard, signed reports, same user),
 so the same submission can be graded by both: ``ATTACKS`` is what the closing note of
-issue 15 measured with the old grader. Every case grades a stub submission (which
-deserves 0) or the reference's files (which deserve full marks) with hostile code added
-at import. The grader's tree is a copy of the repository (``grader`` fixture): an attack
-that could write to the grader's files must not damage the checkout that runs the tests.
+issue 15 measured with the old grader (on the real course's stage 0). Every case grades
+a stub submission (which deserves 0) or the reference's files (which deserve full
+marks) with hostile code added at import. The course graded is the toy course
+(``tests/autograder/toy.py``: stage 0 is ``module0/operators.py``, task 0.1, and
+``module0/sums.py``, task 0.2), so each grade takes seconds; the grader's tree is a
+fresh copy of it (``grader`` fixture): an attack that could write to the grader's files
+must not damage the checkout that runs the tests.
 
 The sandbox is required (bubblewrap): without it these tests fail in CI and are skipped
 elsewhere, with the reason.
@@ -18,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import site
 import subprocess
 import sys
@@ -32,17 +34,15 @@ import pytest
 
 from autograder import sandbox
 from autograder.grade import GradeReport, Limits, TaskScore, grade_to
-from autograder.paths import repo_files
 from autograder.regions import find_regions, stub_text
-from autograder.registry import tasks_for_stage
+from tests.autograder.toy import TOY, toy_course, toy_tasks
 
-ROOT = Path(__file__).resolve().parents[2]
-STAGE0 = tasks_for_stage(0)
+STAGE0 = toy_tasks(TOY, 0)
 FILES = sorted({path for task in STAGE0 for path in task.files})
 FULL = {task.id: float(task.points) for task in STAGE0}
 ZERO = {task.id: 0.0 for task in STAGE0}
 LIMITS = Limits(per_test_seconds=20, per_task_seconds=60, memory_mb=1000)
-PERFECT = json.dumps({"score": 80.0, "max_score": 80.0, "output": "FORGED", "tests": []})
+PERFECT = json.dumps({"score": 20.0, "max_score": 20.0, "output": "FORGED", "tests": []})
 
 if reason := sandbox.unavailable_reason():
     if os.environ.get("CI"):
@@ -54,7 +54,7 @@ if reason := sandbox.unavailable_reason():
 
 
 def reference_files() -> dict[str, str]:
-    return {path: (ROOT / path).read_text(encoding="utf-8") for path in FILES}
+    return {path: (TOY / path).read_text(encoding="utf-8") for path in FILES}
 
 
 def stub_files() -> dict[str, str]:
@@ -79,12 +79,8 @@ def write_tree(dest: Path, files: Mapping[str, str]) -> Path:
 
 @pytest.fixture(scope="module")
 def grader(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the repository's files (the reference): the grader's tree."""
-    tree = tmp_path_factory.mktemp("grader") / "reference"
-    for rel in repo_files(ROOT):
-        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, tree / rel)
-    return tree
+    """The toy course's reference: the grader's tree."""
+    return toy_course(tmp_path_factory.mktemp("grader") / "reference")
 
 
 def fingerprint(tree: Path) -> dict[str, bytes]:
@@ -132,7 +128,7 @@ def written_scores(out: Path) -> dict[str, float]:
     assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
     classroom = json.loads((out / "classroom.json").read_text(encoding="utf-8"))
     assert [t["score"] for t in classroom["tests"]] == [t["score"] for t in results["tests"]]
-    assert len(ET.fromstring((out / "junit.xml").read_text()).findall("testsuite")) == 6
+    assert len(ET.fromstring((out / "junit.xml").read_text()).findall("testsuite")) == len(STAGE0)
     assert (out / "summary.md").read_text().startswith(f"# Grade: {results['score']:g} / ")
     return {t["number"]: float(t["score"]) for t in results["tests"]}
 
@@ -406,7 +402,8 @@ def abuse_submission(token: str, forks: int = 1000) -> dict[str, str]:
 
 
 def test_forging_the_verdict_inside_the_sandbox_earns_nothing(tmp_path: Path, grader: Path) -> None:
-    # Before: the stub submission took 80/80 (every pytest test "passed").
+    # Before: the stub submission took 80/80 of the real stage 0 (every pytest test
+    # "passed").
     graded = grade_case(tmp_path, forgery_submission(), grader)
     assert_scores(graded, ZERO)
     assert "answer: expected" in graded.task("0.1").report()
@@ -417,7 +414,7 @@ def test_forging_the_verdict_inside_the_sandbox_earns_nothing(tmp_path: Path, gr
 
 def test_the_reference_is_out_of_reach(tmp_path: Path, grader: Path) -> None:
     # Before: the stubs ran the reference's own code (read from the grader's tree, or
-    # through the editable install's finder) and took 80/80.
+    # through the editable install's finder) and took 80/80 of the real stage 0.
     graded = grade_case(tmp_path, reach_submission(grader), grader)
     assert_scores(graded, ZERO)
 
@@ -515,7 +512,7 @@ def test_a_hang_that_ignores_every_signal_ends_at_the_time_limit(
     tmp_path: Path, grader: Path
 ) -> None:
     files = reference_files()
-    files["module0/module.py"] += HANG  # task 0.3's file: imported by every check run
+    files["module0/operators.py"] += HANG  # task 0.1's file: imported by its check run
     limits = Limits(per_test_seconds=1, per_task_seconds=3, memory_mb=1000)
     start = time.monotonic()
     graded = grade_case(tmp_path, files, grader, limits, task_ids=["0.1"])
@@ -556,13 +553,13 @@ def test_reports_give_the_values_the_exit_status_and_the_inputs(
     files = reference_files()
     path = "module0/operators.py"
     files[path] = with_region(files[path], path, "mul", "return x * y + 0.5")
-    files["module0/optim.py"] += "\nimport os, sys\nif '0.6' in sys.argv:\n    os._exit(3)\n"
-    graded = grade_case(tmp_path, files, grader, task_ids=["0.1", "0.6"])
+    files["module0/sums.py"] += "\nimport os, sys\nif '0.2' in sys.argv:\n    os._exit(3)\n"
+    graded = grade_case(tmp_path, files, grader, task_ids=["0.1", "0.2"])
     mul = dict(graded.task("0.1").failures)["0.1:mul"]
     assert "expected" in mul and "got" in mul and "(inputs: (" in mul, mul
     assert graded.task("0.1").passed == graded.task("0.1").total - 1
-    problem = graded.task("0.6").problem
-    assert "the check process exited with status 3 before 3 of 3 checks answered" in problem
+    problem = graded.task("0.2").problem
+    assert "the check process exited with status 3 before 1 of 1 checks answered" in problem
     assert "0.1:mul" in graded.summary() or "0.1:mul" in graded.text()
 
 
@@ -587,7 +584,7 @@ SURROUNDINGS = {
 
 def test_only_declared_files_are_taken_and_links_are_refused(tmp_path: Path, grader: Path) -> None:
     files = {**stub_files(), **SURROUNDINGS}
-    files["module0/scalar_nn.py"] += (
+    files["module0/sums.py"] += (
         f"\nfor _f in ('results.json', 'summary.md'):\n"
         f"    try:\n        open({str(tmp_path / 'out')!r} + '/' + _f, 'w').write({PERFECT!r})\n"
         f"    except OSError:\n        pass\n"
@@ -595,7 +592,7 @@ def test_only_declared_files_are_taken_and_links_are_refused(tmp_path: Path, gra
     del files["module0/operators.py"]
     link = tmp_path / "sub" / "module0" / "operators.py"
     link.parent.mkdir(parents=True)
-    link.symlink_to(ROOT / "module0" / "operators.py")
+    link.symlink_to(TOY / "module0" / "operators.py")
     graded = grade_case(tmp_path, files, grader)
     assert_scores(graded, ZERO)
     assert any(n.startswith("module0/operators.py:") for n in graded.report.notes)
@@ -613,13 +610,13 @@ def test_always_equal_results_earn_nothing(tmp_path: Path, grader: Path) -> None
 
 def test_grading_leaves_the_submission_untouched(tmp_path: Path, grader: Path) -> None:
     files = reference_files()
-    files["module0/scalar.py"] += (
+    files["module0/sums.py"] += (
         "\ntry:\n    open(__file__, 'a').write('# rewritten')\nexcept OSError:\n    pass\n"
     )
-    graded = grade_case(tmp_path, files, grader, task_ids=["0.4"])
+    graded = grade_case(tmp_path, files, grader, task_ids=["0.2"])
     for path, text in files.items():
         assert (tmp_path / "sub" / path).read_text(encoding="utf-8") == text
-    assert graded.task("0.4").score == FULL["0.4"]  # the failed write is not its problem
+    assert graded.task("0.2").score == FULL["0.2"]  # the failed write is not its problem
 
 
 def test_without_a_sandbox_no_grade_is_issued(

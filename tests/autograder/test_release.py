@@ -1,12 +1,12 @@
 """``minitorch release`` and the solution regions it stubs.
 
 The handout of the whole course is written once for the module (no verification) and
-its files are checked. The verification itself runs on stage 0, the small course inside
-the course (``--through 0``: six tasks, seconds), every check included; the full
-course's verification is its own step in CI (``.ci/run``), where it takes minutes.
-Refusals are tested on small fake trees with ``check_regions`` and ``write_handout``
-directly, and, for the checks that need test or check runs, with releases through stage
-0 of a modified copy of the repository.
+its files are checked. The verification runs on the toy course (``tests/autograder/
+toy.py``: two stages, three tasks; whole and ``--through 0``, seconds) and on the real
+stage 0 (``--through 0``), every check included; the full course's verification is its
+own step in CI (``.ci/run``), where it takes minutes. Refusals are tested on small fake
+trees with ``check_regions`` and ``write_handout`` directly, and, for the checks that
+need test or check runs, with releases of a modified toy course.
 """
 
 from __future__ import annotations
@@ -39,11 +39,13 @@ from autograder.release import (
     check_reached,
     check_regions,
     release,
+    shaped_reference,
     verify_grading,
     write_handout,
     write_reference,
 )
 from autograder.runner import RunResult, TestResult
+from tests.autograder.toy import toy_course, toy_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 WORD = "SOLUTION"  # spelled once, so this file holds no region marker itself
@@ -51,7 +53,6 @@ BEGIN = f"# BEGIN {WORD}"
 END = f"# END {WORD}"
 MARKER_LINE = re.compile(rf"^[ \t]*#[ \t]*(BEGIN|END)[ \t]+{WORD}", re.MULTILINE)
 DECLARED = {path for task in TASKS for path in task.files}
-STAGE0_IDS = ", ".join(t.id for t in TASKS if t.stage == 0)
 ALL_CHECKS = [
     "regions and registry agree",
     "no solution text or marker left",
@@ -69,16 +70,6 @@ def _quiet(_: str) -> None:
 
 def _reference_only(rel: str) -> bool:
     return any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in REFERENCE_ONLY)
-
-
-def copy_repo(dest: Path) -> Path:
-    """The reference's tracked files, copied to ``dest`` (not a git checkout: the tooling
-    then lists every file outside its excluded folders)."""
-    for rel in repo_files(ROOT):
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, target)
-    return dest
 
 
 CACHES = ("__pycache__", ".hypothesis")
@@ -113,6 +104,39 @@ def test_release_through_stage_0_passes_all_checks(tmp_path: Path) -> None:
                in line for line in lines), lines  # fmt: skip
     assert any("minitorch grade" in line and "the reference 80 / 80" in line
                for line in lines), lines  # fmt: skip
+
+
+def test_a_release_of_the_toy_course_passes_all_checks_in_each_shape(tmp_path: Path) -> None:
+    toy = toy_course(tmp_path / "toy")
+    lines: list[str] = []
+    report = release(tmp_path / "all", root=toy, log=lines.append)
+    assert report.checks == ALL_CHECKS
+    assert [t.id for t in report.tasks] == ["0.1", "0.2", "1.1"]
+    assert report.files_stubbed == ["module0/operators.py", "module0/sums.py", "module1/vectors.py"]
+    assert any("the reference 30 / 30" in line for line in lines), lines
+    lines.clear()
+    report = release(tmp_path / "through0", through=0, root=toy, log=lines.append)
+    assert report.checks == ALL_CHECKS
+    assert [t.id for t in report.tasks] == ["0.1", "0.2"]
+    assert not (tmp_path / "through0" / "module1").exists()
+    assert not (tmp_path / "through0" / "tests" / "module1").exists()
+    assert any("the reference 20 / 20" in line for line in lines), lines
+    assert "_fold" not in (tmp_path / "through0" / "module0" / "sums.py").read_text()
+
+
+def test_shaped_copies_of_trees_that_are_gone_are_removed(tmp_path: Path) -> None:
+    first = toy_course(tmp_path / "first")
+    shaped = shaped_reference(first, 0)
+    kernels = shaped.with_name(shaped.name + "-kernels")
+    kernels.mkdir(exist_ok=True)
+    assert (shaped / "module0/operators.py").is_file()
+    shaped_reference(first, 0)  # the tree still exists: its copy is kept
+    assert (shaped / "module0/operators.py").is_file()
+    shutil.rmtree(first)
+    other = shaped_reference(toy_course(tmp_path / "second"), 0)
+    assert not shaped.exists() and not kernels.exists()
+    assert not shaped.with_name(shaped.name + ".root").exists()
+    assert (other / "module0/operators.py").is_file()
 
 
 def test_the_whole_handout_stubs_every_declared_file(
@@ -222,7 +246,7 @@ def test_release_refuses_an_occupied_folder_and_the_reference(tmp_path: Path) ->
 
 
 def test_later_stages_are_left_out(tmp_path: Path) -> None:
-    fake = copy_repo(tmp_path / "fake")
+    fake = toy_course(tmp_path / "fake")
     (fake / "module9").mkdir()
     (fake / "module9" / "__init__.py").write_text('"""A later stage."""\n')
     (fake / "tests" / "module9").mkdir()
@@ -305,7 +329,7 @@ def test_malformed_markers_are_refused(tmp_path: Path, marker: str, message: str
 def test_release_refuses_a_malformed_marker_in_a_declared_file(tmp_path: Path) -> None:
     # The same refusal through release() itself (as `minitorch release` runs it), where
     # the declared file is stubbed before any check runs.
-    fake = copy_repo(tmp_path / "fake")
+    fake = toy_course(tmp_path / "fake")
     path = fake / "module0/operators.py"
     path.write_text(
         path.read_text(encoding="utf-8")
@@ -329,12 +353,12 @@ def test_trivial():
 
 
 def fake_stage_0(tmp_path: Path, condition: str) -> Path:
-    """A copy of the repository whose stage-0 tests are one trivial test of every
-    stage-0 task (the release's test runs then take a second, not a minute)."""
-    fake = copy_repo(tmp_path / "fake")
+    """The toy course, with stage-0 tests that are one trivial test of every stage-0
+    task."""
+    fake = toy_course(tmp_path / "fake")
     for path in (fake / "tests/module0").glob("test_*.py"):
         path.unlink()
-    markers = ", ".join(f"pytest.mark.{t.marker}" for t in TASKS if t.stage == 0)
+    markers = ", ".join(f"pytest.mark.{t.marker}" for t in toy_tasks(fake, 0))
     (fake / "tests/module0/test_fake.py").write_text(
         FAKE_TEST.format(markers=markers, condition=condition)
     )
@@ -344,12 +368,10 @@ def fake_stage_0(tmp_path: Path, condition: str) -> Path:
 def test_release_refuses_a_graded_test_that_passes_on_the_handout(tmp_path: Path) -> None:
     fake = fake_stage_0(tmp_path, "1 + 1 == 2")
     with pytest.raises(ReleaseError) as excinfo:
-        # Through stage 0: the fake test's stage; the later stages' tests would only
-        # add minutes (stage 3's run on the CUDA simulator).
         release(tmp_path / "handout", through=0, root=fake, log=_quiet)
     message = str(excinfo.value)
     assert "pass on the handout" in message
-    assert f"task {STAGE0_IDS}: tests/module0/test_fake.py::test_trivial" in message
+    assert "task 0.1, 0.2: tests/module0/test_fake.py::test_trivial" in message
     assert message.count("::") == 1, message  # nothing else is blamed
 
 
@@ -371,9 +393,9 @@ def needs_stage_1(rng):
 
 
 def _check7(tmp_path: Path, extra: str) -> None:
-    """Check 7 alone (the test runs of checks 3-6 are covered above) on a copy of the
-    repository whose stage-0 checks end with ``extra``, released through stage 0."""
-    fake = copy_repo(tmp_path / "fake")
+    """Check 7 alone (the test runs of checks 3-6 are covered above) on the toy course
+    whose stage-0 checks end with ``extra``, released through stage 0."""
+    fake = toy_course(tmp_path / "fake")
     with open(fake / "tests/module0/checks.py", "a", encoding="utf-8") as f:
         f.write(extra)
     report = write_handout(fake, tmp_path / "handout", through=0)
@@ -397,12 +419,10 @@ def test_release_checks_the_grade_in_the_released_shape(tmp_path: Path) -> None:
 def test_release_refuses_a_graded_test_that_fails_on_the_reference(tmp_path: Path) -> None:
     fake = fake_stage_0(tmp_path, "1 + 1 == 3")
     with pytest.raises(ReleaseError) as excinfo:
-        # Through stage 0: the fake test's stage; the later stages' tests would only
-        # add minutes (stage 3's run on the CUDA simulator).
         release(tmp_path / "handout", through=0, root=fake, log=_quiet)
     message = str(excinfo.value)
     assert "fail on the reference" in message
-    assert f"task {STAGE0_IDS}: tests/module0/test_fake.py::test_trivial" in message
+    assert "task 0.1, 0.2: tests/module0/test_fake.py::test_trivial" in message
     assert message.count("::") == 1, message
 
 
@@ -567,7 +587,7 @@ def test_fill_text_puts_code_between_the_task_lines() -> None:
 
 
 def test_release_refuses_given_code_that_uses_an_omitted_helper(tmp_path: Path) -> None:
-    fake = copy_repo(tmp_path / "fake")
+    fake = toy_course(tmp_path / "fake")
     path = fake / "module0/operators.py"
     path.write_text(
         path.read_text(encoding="utf-8")

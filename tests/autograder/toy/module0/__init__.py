@@ -1,0 +1,1 @@
+"""Toy stage 0: scalar operators."""

@@ -1,0 +1,1 @@
+"""Toy stage 1: vectors, built on stage 0."""
