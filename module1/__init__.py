@@ -20,13 +20,16 @@ from module1.tensor_data import (
     IndexingError,
     ShapeError,
     TensorData,
+    as_dtype,
     broadcast_index,
+    float32,
+    float64,
     index_to_position,
     shape_broadcast,
     strides_from_shape,
     to_index,
 )
-from module1.tensor_functions import BackendError, Function, grad_check, unbroadcast
+from module1.tensor_functions import BackendError, DtypeError, Function, grad_check, unbroadcast
 from module1.tensor_nn import MLP, Linear, binary_cross_entropy_with_logits
 from module1.tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 
@@ -34,6 +37,7 @@ __all__ = [
     *_stage0,
     "MLP",
     "BackendError",
+    "DtypeError",
     "Function",
     "IndexingError",
     "Linear",
@@ -44,8 +48,11 @@ __all__ = [
     "TensorBackend",
     "TensorData",
     "TensorOps",
+    "as_dtype",
     "binary_cross_entropy_with_logits",
     "broadcast_index",
+    "float32",
+    "float64",
     "from_numpy",
     "grad_check",
     "index_to_position",

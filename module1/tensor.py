@@ -1,4 +1,4 @@
-"""Tensor: an n-dimensional array of float64 in a computation graph.
+"""Tensor: an n-dimensional array of float64 (or float32) in a computation graph.
 
 A Tensor is a :class:`~module0.autodiff.Variable`, like stage 0's Scalar: every operation
 is a tensor :class:`~module1.tensor_functions.Function` whose Context becomes the
@@ -14,6 +14,7 @@ done by the tensor's *backend* (``SimpleBackend`` in this stage).
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Iterable, Sequence
 from numbers import Real
@@ -24,18 +25,30 @@ import numpy.typing as npt
 
 from module0.autodiff import Context, Variable, backpropagate, next_unique_id, no_grad
 from module1 import tensor_functions as tf
-from module1.tensor_data import IndexingError, Shape, ShapeError, Storage, Strides, TensorData
+from module1.tensor_data import (
+    IndexingError,
+    Shape,
+    ShapeError,
+    Storage,
+    Strides,
+    TensorData,
+    as_dtype,
+    float32,
+    float64,
+)
 from module1.tensor_ops import SimpleBackend, TensorBackend
 
 TensorLike = Union[float, int, "Tensor"]
 
 
 class Tensor(Variable):
-    """A float64 tensor that records the operations made from it.
+    """A tensor that records the operations made from it.
 
     Build one with :func:`tensor`, :func:`zeros`, :func:`ones`, :func:`rand` or
     :func:`from_numpy`. A tensor with ``requires_grad`` set is a leaf whose ``grad``
-    (a Tensor of its shape) is filled by ``backward()``.
+    (a Tensor of its shape) is filled by ``backward()``. Its ``dtype`` is float64 (the
+    default) or float32; results keep their inputs' dtype, and an operation on two
+    dtypes is an error naming both (convert with :meth:`to`).
     """
 
     __slots__ = ("_tensor", "backend", "grad", "history", "name", "requires_grad", "unique_id")
@@ -61,6 +74,11 @@ class Tensor(Variable):
     @property
     def shape(self) -> tuple[int, ...]:
         return self._tensor.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """``float64`` or ``float32`` (NumPy dtypes; ``module1.float32`` is one)."""
+        return self._tensor._storage.dtype
 
     @property
     def size(self) -> int:
@@ -127,13 +145,13 @@ class Tensor(Variable):
         self._tensor.set(self._key(key), float(value))
 
     def to_numpy(self) -> npt.NDArray[np.float64]:
-        """A NumPy copy of the values, in this tensor's shape."""
+        """A NumPy copy of the values, in this tensor's shape and dtype."""
         _, shape, strides = self._tensor.tuple()
         storage = self._tensor.host_storage()
         view = np.lib.stride_tricks.as_strided(
             storage, shape, tuple(s * storage.itemsize for s in strides)
         )
-        return np.array(view, dtype=np.float64)
+        return np.array(view, dtype=storage.dtype)
 
     def tolist(self) -> Any:
         """The values as nested lists of floats (a float for a 0-d tensor)."""
@@ -142,7 +160,8 @@ class Tensor(Variable):
     def __repr__(self) -> str:
         body = np.array2string(self.to_numpy(), separator=", ", prefix="tensor(")
         grad = ", requires_grad=True" if self.requires_grad else ""
-        return f"tensor({body}{grad})"
+        kind = ", dtype=float32" if self.dtype == float32 else ""
+        return f"tensor({body}{kind}{grad})"
 
     def __len__(self) -> int:
         if not self.dims:
@@ -174,21 +193,24 @@ class Tensor(Variable):
         """A constant Tensor on ``data``, on this tensor's backend."""
         return Tensor(data, backend=self.backend)
 
-    def zeros(self, shape: Sequence[int]) -> Tensor:
-        """A new constant tensor of zeros on this tensor's backend."""
+    def zeros(self, shape: Sequence[int], dtype: np.dtype | None = None) -> Tensor:
+        """A new constant tensor of zeros on this tensor's backend, of its dtype."""
         shape = tuple(shape)
-        return self._new(TensorData(np.zeros(math.prod(shape)), shape))
+        kind = self._tensor._storage.dtype if dtype is None else dtype
+        return self._new(TensorData(np.zeros(math.prod(shape), kind), shape))
 
-    def empty(self, shape: Sequence[int]) -> Tensor:
+    def empty(self, shape: Sequence[int], dtype: np.dtype | None = None) -> Tensor:
         """A new constant tensor with unset values (``np.empty``), for a kernel that
         writes every entry: no zeroing pass over memory it is about to overwrite."""
         shape = tuple(shape)
-        return self._new(TensorData(np.empty(math.prod(shape)), shape))
+        kind = self._tensor._storage.dtype if dtype is None else dtype
+        return self._new(TensorData(np.empty(math.prod(shape), kind), shape))
 
     def full(self, shape: Sequence[int], value: float) -> Tensor:
         """A new constant tensor filled with ``value`` on this tensor's backend."""
         shape = tuple(shape)
-        return self._new(TensorData(np.full(math.prod(shape), value), shape))
+        kind = self._tensor._storage.dtype
+        return self._new(TensorData(np.full(math.prod(shape), value, kind), shape))
 
     def fill_(self, value: float) -> Tensor:
         """Set every entry of the storage to ``value`` (in place; no graph)."""
@@ -210,6 +232,20 @@ class Tensor(Variable):
         if isinstance(b, Real):
             return self.full((), float(b))
         raise TypeError(f"cannot combine a Tensor with {type(b).__name__}: {b!r}")
+
+    def to(self, dtype: Any) -> Tensor:
+        """This tensor in ``dtype`` (itself when it has it already). A copy in the graph:
+        gradients flow back converted to this tensor's dtype."""
+        kind = as_dtype(dtype)
+        return self if kind == self.dtype else tf.Cast.apply(self, kind)
+
+    def double(self) -> Tensor:
+        """``to(float64)``."""
+        return self.to(float64)
+
+    def float(self) -> Tensor:
+        """``to(float32)`` (PyTorch's name)."""
+        return self.to(float32)
 
     def detach(self) -> Tensor:
         """The same values (shared storage) as a constant, cut off from the graph."""
@@ -298,7 +334,7 @@ class Tensor(Variable):
     def __neg__(self) -> Tensor:
         return tf.Neg.apply(self)
 
-    def __pow__(self, n: float) -> Tensor:
+    def __pow__(self, n: builtins.float) -> Tensor:
         if isinstance(n, Tensor) or not isinstance(n, Real):
             raise TypeError(
                 f"Tensor ** n needs a constant number n, got {type(n).__name__}; "
@@ -503,38 +539,59 @@ def _shape_of(shape: tuple[Any, ...]) -> tuple[int, ...]:
 
 
 def from_numpy(
-    array: npt.ArrayLike, backend: TensorBackend = SimpleBackend, requires_grad: bool = False
+    array: npt.ArrayLike,
+    backend: TensorBackend = SimpleBackend,
+    requires_grad: bool = False,
+    dtype: Any = None,
 ) -> Tensor:
-    """A tensor with a copy of ``array``'s values (as float64) and its shape."""
-    values = np.array(array, dtype=np.float64)
+    """A tensor with a copy of ``array``'s values and its shape. Its dtype is ``dtype``,
+    else the array's when that is float32 or float64, else float64."""
+    if dtype is None:
+        kept = isinstance(array, np.ndarray) and array.dtype in (float32, float64)
+        dtype = array.dtype if kept else float64  # type: ignore[union-attr]
+    values = np.array(array, dtype=as_dtype(dtype))
     return Tensor(
         TensorData(values.reshape(-1), values.shape), backend=backend, requires_grad=requires_grad
     )
 
 
 def tensor(
-    data: Any, backend: TensorBackend = SimpleBackend, requires_grad: bool = False
+    data: Any,
+    backend: TensorBackend = SimpleBackend,
+    requires_grad: bool = False,
+    dtype: Any = None,
 ) -> Tensor:
-    """A tensor from a number or (nested) lists of numbers: ``tensor([[1, 2], [3, 4]])``."""
+    """A tensor from a number or (nested) lists of numbers: ``tensor([[1, 2], [3, 4]])``
+    (float64 unless ``dtype`` says float32)."""
     try:
-        values = np.array(data, dtype=np.float64)
+        values = np.array(data, dtype=as_dtype(float64 if dtype is None else dtype))
     except (ValueError, TypeError) as err:
+        if "tensors hold" in str(err):
+            raise
         raise ShapeError(f"tensor() needs a number or rectangular nested lists: {err}") from None
     return from_numpy(values, backend, requires_grad)
 
 
 def zeros(
-    *shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False
+    *shape: int | Sequence[int],
+    backend: TensorBackend = SimpleBackend,
+    requires_grad: bool = False,
+    dtype: Any = None,
 ) -> Tensor:
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
-    return from_numpy(np.zeros(_shape_of(shape)), backend, requires_grad)
+    kind = as_dtype(float64 if dtype is None else dtype)
+    return from_numpy(np.zeros(_shape_of(shape), kind), backend, requires_grad)
 
 
 def ones(
-    *shape: int | Sequence[int], backend: TensorBackend = SimpleBackend, requires_grad: bool = False
+    *shape: int | Sequence[int],
+    backend: TensorBackend = SimpleBackend,
+    requires_grad: bool = False,
+    dtype: Any = None,
 ) -> Tensor:
     """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
-    return from_numpy(np.ones(_shape_of(shape)), backend, requires_grad)
+    kind = as_dtype(float64 if dtype is None else dtype)
+    return from_numpy(np.ones(_shape_of(shape), kind), backend, requires_grad)
 
 
 def rand(
@@ -542,8 +599,14 @@ def rand(
     backend: TensorBackend = SimpleBackend,
     requires_grad: bool = False,
     seed: int | None = None,
+    dtype: Any = None,
 ) -> Tensor:
     """Uniform values in [0, 1). With ``seed`` the values depend on it alone; without,
-    they come from the generator :func:`manual_seed` restarts (seed 0 at import)."""
+    they come from the generator :func:`manual_seed` restarts (seed 0 at import). The
+    values are drawn in float64 and then rounded to ``dtype``, so a float32 tensor has
+    the same values as a float64 one of the same seed, to float32 precision."""
     generator = _generator if seed is None else np.random.default_rng(seed)
-    return from_numpy(generator.random(_shape_of(shape)), backend, requires_grad)
+    values = generator.random(_shape_of(shape))
+    if dtype is not None and as_dtype(dtype) == float32:
+        values = np.minimum(values, 1.0 - 2.0**-24)  # rounds below 1.0, not to it
+    return from_numpy(values, backend, requires_grad, dtype)

@@ -1,6 +1,7 @@
 """Task 1.1 and 1.2: strided storage and broadcasting.
 
-A tensor's numbers live in one flat float64 ``storage`` array. Its ``shape`` says how
+A tensor's numbers live in one flat ``storage`` array of float64 (the default) or
+float32 (:data:`DTYPES`). Its ``shape`` says how
 many entries each dimension has; its ``strides`` say how far apart in storage two
 neighbours along each dimension are. The entry at multi-index ``(i0, i1, ...)`` lives at
 ``storage[i0 * strides[0] + i1 * strides[1] + ...]``. Changing only shape and strides
@@ -120,8 +121,32 @@ def is_device_array(storage: object) -> bool:
     return not isinstance(storage, np.ndarray) and hasattr(storage, "copy_to_host")
 
 
+float64 = np.dtype(np.float64)
+float32 = np.dtype(np.float32)
+DTYPES = (float64, float32)
+"""The dtypes a storage can have: float64, the default (gradient checks need its
+precision), and float32 (half the memory and twice the numbers per vector instruction;
+the only fast dtype on most GPUs)."""
+
+
+def as_dtype(dtype: object) -> np.dtype:
+    """``dtype`` (``np.float32``, ``"float32"``, a NumPy dtype, ``float``) as one of
+    :data:`DTYPES`; TypeError naming it otherwise."""
+    try:
+        found = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        found = None
+    if found not in DTYPES:
+        raise TypeError(f"tensors hold float64 or float32, not {dtype!r}")
+    return found
+
+
 class TensorData:
-    """A flat float64 storage viewed through a shape and strides."""
+    """A flat float64 (or float32) storage viewed through a shape and strides.
+
+    A NumPy storage of either dtype is kept as it is (no copy when it is contiguous);
+    anything else (lists, ints, bools) becomes float64.
+    """
 
     def __init__(
         self,
@@ -134,7 +159,9 @@ class TensorData:
                 raise ShapeError(f"a device storage must be 1-D, got {storage.ndim} dimensions")  # type: ignore[union-attr]
             self._storage: Storage = storage  # type: ignore[assignment]
         else:
-            array = np.ascontiguousarray(storage, dtype=np.float64)
+            array = np.ascontiguousarray(storage)
+            if array.dtype.char not in "df":  # float64 and float32 are kept
+                array = array.astype(np.float64)
             self._storage = array if array.ndim == 1 else array.reshape(-1)
         shape = tuple(map(int, shape))
         if shape and min(shape) < 0:
@@ -192,6 +219,11 @@ class TensorData:
             to_index(ordinal, self._shape, out)
             yield tuple(int(i) for i in out)
         # END SOLUTION
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The storage's dtype: float64 or float32."""
+        return self._storage.dtype
 
     def host_storage(self) -> Storage:
         """The storage as a NumPy array: the storage itself, or a copy of a device array

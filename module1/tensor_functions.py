@@ -31,6 +31,24 @@ class BackendError(MiniTorchError, TypeError):
     """Tensors of different backends met in one operation."""
 
 
+class DtypeError(MiniTorchError, TypeError):
+    """Tensors of different dtypes met in one operation."""
+
+
+def _same_dtype(name: str, inputs: tuple[Variable, ...]) -> None:
+    """DtypeError naming the operation and both dtypes unless every tensor input has
+    one dtype: there is no silent promotion (a float32 model fed float64 data would
+    quietly run at float64 speed), so convert with ``.to``, ``.float()``, ``.double()``."""
+    first = inputs[0]._tensor._storage.dtype  # type: ignore[attr-defined]
+    for i, t in enumerate(inputs[1:], 1):
+        dtype = t._tensor._storage.dtype  # type: ignore[attr-defined]
+        if dtype != first:
+            raise DtypeError(
+                f"{name}: input 0 is {first} and input {i} is {dtype}; convert one with "
+                ".to(dtype), .float() or .double()"
+            )
+
+
 def _same_backend(name: str, inputs: tuple[Variable, ...]) -> None:
     """BackendError naming the operation and both backends unless every tensor input
     is on one backend: a GPU kernel cannot read host memory, nor a CPU kernel device
@@ -63,6 +81,8 @@ class Function:
         operation's Context to the result."""
         inputs = tuple(v for v in vals if isinstance(v, Variable))
         _same_backend(cls.__name__, inputs)
+        if len(inputs) > 1:
+            _same_dtype(cls.__name__, inputs)
         need_grad = grad_mode.enabled and any(t.requires_grad for t in inputs)
         args = [v.detach() if isinstance(v, Variable) else v for v in vals]  # type: ignore[attr-defined]
         ctx = Context(cls, inputs if need_grad else ())
@@ -432,6 +452,26 @@ class Copy(Function):
         # BEGIN SOLUTION 1.4
         return d
         # END SOLUTION
+
+
+class Cast(Function):
+    """A copy in another dtype (``Tensor.to``); the gradient goes back in the input's."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, dtype: Any) -> Tensor:
+        ctx.save_for_backward(a.dtype)
+        return _converted(a, dtype)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (dtype,) = ctx.saved_values
+        return _converted(d, dtype)
+
+
+def _converted(a: Tensor, dtype: Any) -> Tensor:
+    """A contiguous copy of ``a`` in ``dtype`` (the backend's identity map writes it)."""
+    out = a.empty(a.shape, dtype)
+    return a.backend.id_map(a, out)
 
 
 def _swap_last(t: Tensor) -> Tensor:

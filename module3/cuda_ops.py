@@ -414,9 +414,9 @@ def _layout(data: TensorData) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def _device_tensor(like: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """A new constant tensor of ``shape`` on ``like``'s backend, its storage an
-    uninitialised device array (the kernel writes every entry)."""
-    storage = cuda.device_array(math.prod(shape), dtype=np.float64)
+    """A new constant tensor of ``shape`` and ``like``'s dtype on its backend, its
+    storage an uninitialised device array (the kernel writes every entry)."""
+    storage = cuda.device_array(math.prod(shape), dtype=like._tensor._storage.dtype)
     return like._new(TensorData(storage, shape))
 
 

@@ -134,9 +134,10 @@ def _device_copy(storage: Any, what: str) -> Any:
     return None
 
 
-def exact_tensor(value: Any, what: str = "tensor") -> Any:
+def exact_tensor(value: Any, what: str = "tensor", dtype: Any = None) -> Any:
     """The values of ``value`` as a fresh NumPy array, if ``value`` is exactly a stage-1
-    ``Tensor`` over exactly a ``TensorData`` whose storage is a 1-D float64 array —
+    ``Tensor`` over exactly a ``TensorData`` whose storage is a 1-D array of ``dtype``
+    (float64 unless told float32) —
     exactly a ``numpy.ndarray``, or exactly one of Numba's CUDA device array classes
     (``DeviceNDArray``; ``FakeCUDAArray`` on the simulator) — and whose shape and
     strides are tuples of exact ints.
@@ -151,6 +152,7 @@ def exact_tensor(value: Any, what: str = "tensor") -> Any:
     from module1.tensor import Tensor
     from module1.tensor_data import TensorData
 
+    kind = np.dtype(np.float64 if dtype is None else dtype)
     _exact(value, Tensor, what)
     data = _exact(value._tensor, TensorData, f"{what}._tensor")
     storage = data._storage
@@ -161,11 +163,11 @@ def exact_tensor(value: Any, what: str = "tensor") -> Any:
                 f"{what}: storage is {_describe(storage)}, not a numpy.ndarray or a Numba "
                 "device array"
             )
-        if host.dtype != np.float64 or host.ndim != 1:
-            raise AssertionError(f"{what}: storage is not a 1-D float64 device array")
-        storage = np.array(host, dtype=np.float64, copy=True)
-    if type(storage) is not np.ndarray or storage.dtype != np.float64 or storage.ndim != 1:
-        raise AssertionError(f"{what}: storage is not a 1-D float64 numpy.ndarray")
+        if host.dtype != kind or host.ndim != 1:
+            raise AssertionError(f"{what}: storage is not a 1-D {kind} device array")
+        storage = np.array(host, dtype=kind, copy=True)
+    if type(storage) is not np.ndarray or storage.dtype != kind or storage.ndim != 1:
+        raise AssertionError(f"{what}: storage is not a 1-D {kind} numpy.ndarray")
     shape = exact_tuple(data.shape, exact_int, f"{what}.shape")
     strides = exact_tuple(data.strides, exact_int, f"{what}.strides")
     if len(shape) != len(strides) or any(s < 0 for s in shape + strides):
@@ -174,5 +176,7 @@ def exact_tensor(value: Any, what: str = "tensor") -> Any:
         last = sum((s - 1) * st for s, st in zip(shape, strides, strict=True))
         if last >= storage.size:
             raise AssertionError(f"{what}: shape {shape}, strides {strides} leave the storage")
-    view = np.lib.stride_tricks.as_strided(storage, shape, tuple(s * 8 for s in strides))
-    return np.array(view, dtype=np.float64, copy=True)
+    view = np.lib.stride_tricks.as_strided(
+        storage, shape, tuple(s * kind.itemsize for s in strides)
+    )
+    return np.array(view, dtype=kind, copy=True)

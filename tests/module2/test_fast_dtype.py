@@ -1,0 +1,55 @@
+"""float32 on the fast backend: every kind of kernel (map, zip, reduce; the batched
+matmul of task 2.2 and the packed one of task 2.3) runs on float32 storage, keeps the
+dtype and agrees with float64 to float32 precision; gradients too.
+
+Numba compiles a float32 version of each kernel the first time one runs on float32
+storage (and caches it on disk); float64 runs never compile it. The oracle is the same
+computation in float64 (checked against NumPy by the other tests).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from module2.fast_ops import PACKED_MIN_MULTIPLY_ADDS, FastTensorBackend
+from tests.module1.test_tensor_dtype import (
+    BINARY,
+    UNARY,
+    agree_in_float32,
+    gradients_agree_in_float32,
+)
+
+
+@pytest.mark.task2_1
+def test_maps_zips_and_reductions_run_in_float32() -> None:
+    for name, fn in UNARY.items():
+        agree_in_float32(name, fn, [(3, 4)], FastTensorBackend)
+    for name, fn in BINARY.items():
+        if name != "matmul":
+            agree_in_float32(name, fn, [(3, 4), (3, 4)], FastTensorBackend)
+    big = [(9000, 3)]  # long contiguous folds: the backend's split reductions
+    # float32 sums of 9000 terms of up to 3 in size: errors of ~1e-4 are float32's own
+    agree_in_float32("sum of a long column", lambda x: x.sum(0), big, FastTensorBackend, 2e-3)
+    agree_in_float32("exp, large", lambda x: (x * 0.5).exp(), big, FastTensorBackend)
+
+
+@pytest.mark.task2_2
+def test_batched_matmul_runs_in_float32() -> None:
+    agree_in_float32("matmul", lambda x, y: x @ y, [(2, 5, 7), (7, 3)], FastTensorBackend)
+    agree_in_float32(
+        "matmul of a transposed view", lambda x, y: x @ y.permute(1, 0),
+        [(6, 4), (5, 4)], FastTensorBackend,
+    )  # fmt: skip
+
+
+@pytest.mark.task2_3
+def test_packed_matmul_runs_in_float32() -> None:
+    n = round(PACKED_MIN_MULTIPLY_ADDS ** (1 / 3)) + 9
+    agree_in_float32("packed matmul", lambda x, y: x @ y, [(n, n + 3), (n + 3, n - 2)],
+                     FastTensorBackend)  # fmt: skip
+
+
+@pytest.mark.task2_1
+@pytest.mark.task2_2
+def test_gradients_in_float32_on_the_fast_backend() -> None:
+    gradients_agree_in_float32(FastTensorBackend)
