@@ -174,6 +174,33 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
 
+    def to(self, dtype: Any) -> Module:
+        """Convert, in place, every parameter of the tree and every other tensor a module
+        holds (a frozen embedding table) to ``dtype`` with the value's own ``.to``
+        (tensors: float32 or float64); returns the module, as PyTorch's ``Module.to``.
+        Scalars have one precision only: TypeError."""
+        pending: list[Module] = [self]
+        while pending:
+            module = pending.pop()
+            pending.extend(module.__dict__["_modules"].values())
+            for param in module.__dict__["_parameters"].values():
+                if not hasattr(param.value, "to"):
+                    raise TypeError(f"{type(module).__name__}: a {type(param.value).__name__} "
+                                    "parameter has no dtype to convert")  # fmt: skip
+                param.update(param.value.to(dtype).detach())
+            for name, value in list(module.__dict__.items()):
+                if hasattr(value, "to") and hasattr(value, "dtype") and hasattr(value, "shape"):
+                    object.__setattr__(module, name, value.to(dtype).detach())
+        return self
+
+    def float(self) -> Module:
+        """``to(float32)``."""
+        return self.to("float32")
+
+    def double(self) -> Module:
+        """``to(float64)``."""
+        return self.to("float64")
+
     def num_parameters(self) -> int:
         """How many numbers the tree's parameters hold (a Scalar counts 1, a tensor its
         number of entries)."""

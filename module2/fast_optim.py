@@ -189,7 +189,7 @@ def _state(
     made (zeros) at its first step; and whether it existed before this step."""
     state = states[index]
     if state is None:
-        states[index] = state = np.zeros(size)
+        states[index] = state = np.zeros(size, parameter.value.dtype)
         return state, False
     if state.size != size:
         raise ShapeError(

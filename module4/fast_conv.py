@@ -745,7 +745,7 @@ def _check_cpu(op: str, *tensors: Tensor) -> None:
 
 
 def _host(t: Tensor, op: str) -> np.ndarray:
-    """``t``'s values as a C-contiguous float64 NumPy array of its shape: a view of the
+    """``t``'s values as a C-contiguous NumPy array of its shape and dtype: a view of the
     storage when the tensor is contiguous, else a copy. BackendError for GPU memory."""
     _check_cpu(op, t)
     data = t._tensor
@@ -777,7 +777,7 @@ class Conv1dFun(Function):
     def forward(ctx: Context, input: Tensor, weight: Tensor, stride: int, padding: int) -> Tensor:
         x, w = _host(input, "conv1d"), _host(weight, "conv1d")
         width = conv_output_size(x.shape[2], w.shape[2], stride, padding)
-        out = np.empty((x.shape[0], w.shape[0], width))
+        out = np.empty((x.shape[0], w.shape[0], width), x.dtype)
         conv1d_forward(out, x, w, stride, padding)
         ctx.save_for_backward(x, w, stride, padding)
         return _wrap(out, input.backend)
@@ -787,8 +787,8 @@ class Conv1dFun(Function):
         x, w, stride, padding = ctx.saved_values
         g = _host(d, "conv1d")
         want_input, want_weight = _wanted(ctx)
-        grad_input = np.empty(x.shape) if want_input else np.zeros(x.shape)
-        grad_weight = np.empty(w.shape) if want_weight else np.zeros(w.shape)
+        grad_input = (np.empty if want_input else np.zeros)(x.shape, x.dtype)
+        grad_weight = (np.empty if want_weight else np.zeros)(w.shape, w.dtype)
         if want_input:
             conv1d_backward_input(grad_input, g, w, stride, padding)
         if want_weight:
@@ -807,7 +807,7 @@ class Conv2dFun(Function):
         x, w = _host(input, "conv2d"), _host(weight, "conv2d")
         height = conv_output_size(x.shape[2], w.shape[2], stride_h, pad_h)
         width = conv_output_size(x.shape[3], w.shape[3], stride_w, pad_w)
-        out = np.empty((x.shape[0], w.shape[0], height, width))
+        out = np.empty((x.shape[0], w.shape[0], height, width), x.dtype)
         conv2d_forward(out, x, w, stride_h, stride_w, pad_h, pad_w)
         ctx.save_for_backward(x, w, (stride_h, stride_w, pad_h, pad_w))
         return _wrap(out, input.backend)
@@ -817,8 +817,8 @@ class Conv2dFun(Function):
         x, w, geometry = ctx.saved_values
         g = _host(d, "conv2d")
         want_input, want_weight = _wanted(ctx)
-        grad_input = np.empty(x.shape) if want_input else np.zeros(x.shape)
-        grad_weight = np.empty(w.shape) if want_weight else np.zeros(w.shape)
+        grad_input = (np.empty if want_input else np.zeros)(x.shape, x.dtype)
+        grad_weight = (np.empty if want_weight else np.zeros)(w.shape, w.dtype)
         if want_input:
             conv2d_backward_input(grad_input, g, w, *geometry)
         if want_weight:

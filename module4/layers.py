@@ -274,7 +274,7 @@ class _Lookup(Function):
     @staticmethod
     def backward(ctx: Any, d: Tensor) -> Tensor:
         shape, indices = ctx.saved_values
-        grad = np.zeros(shape)
+        grad = np.zeros(shape, d.dtype)
         np.add.at(grad, indices.reshape(-1), d.to_numpy().reshape(-1, shape[1]))
         return from_numpy(grad, d.backend)
 
@@ -360,10 +360,11 @@ class Sequential(Module):
         ``input_shape`` (a forward pass on zeros, in eval mode and without gradients),
         with the totals. A layer that rejects the shape raises its own error, which says
         which layer it was."""
+        first = next(iter(self.parameters()), None)
         if backend is None:
-            first = next(iter(self.parameters()), None)
             backend = first.value.backend if first is not None else FastTensorBackend
-        x: Any = from_numpy(np.zeros(tuple(input_shape)), backend)
+        dtype = first.value.dtype if first is not None else None
+        x: Any = from_numpy(np.zeros(tuple(input_shape)), backend, dtype=dtype)
         rows = [("input", str(tuple(input_shape)), "")]
         was_training = self.training
         self.eval()
@@ -410,7 +411,8 @@ def state_dict(module: Module) -> dict[str, Array]:
 
 
 def load_state_dict(module: Module, state: dict[str, Any]) -> None:
-    """Set every parameter of ``module`` from ``state`` (dotted name -> array).
+    """Set every parameter of ``module`` from ``state`` (dotted name -> array), each in
+    the dtype the parameter has (as PyTorch's ``load_state_dict`` copies into it).
 
     All checks come first, so a bad state dict changes nothing: missing and unexpected
     names raise StateDictError listing them; a shape that differs raises ShapeError
@@ -432,7 +434,7 @@ def load_state_dict(module: Module, state: dict[str, Any]) -> None:
             )
     # BEGIN SOLUTION 4.4
     for name, p in params.items():
-        value = np.array(state[name], dtype=np.float64)
+        value = np.array(state[name], dtype=p.value.dtype)
         p.update(from_numpy(value, p.value.backend))
     # END SOLUTION
 

@@ -109,7 +109,7 @@ def nll_loss(log_probs: Tensor, targets: Targets) -> Tensor:
     n, k = _scores("nll_loss", log_probs, "log_probs")
     indices = _class_indices("nll_loss", targets, n, k)
     # BEGIN SOLUTION 4.4
-    onehot = np.zeros((n, k))
+    onehot = np.zeros((n, k), log_probs.dtype)
     onehot[np.arange(n), indices] = 1.0
     picked = log_probs * from_numpy(onehot, log_probs.backend)
     return -picked.sum() / float(n)

@@ -144,7 +144,7 @@ class MaxPool2dFun(Function):
     def forward(ctx: Context, input: Tensor, kh: int, kw: int) -> Tensor:
         x = _host(input, "maxpool2d")
         batch, channels, height, width = x.shape
-        out = np.empty((batch, channels, height // kh, width // kw))
+        out = np.empty((batch, channels, height // kh, width // kw), x.dtype)
         where = np.empty(out.shape, dtype=np.int64)
         maxpool2d_forward(out, where, x, kh, kw)
         ctx.save_for_backward(x.shape, where, kh, kw)
@@ -153,7 +153,7 @@ class MaxPool2dFun(Function):
     @staticmethod
     def backward(ctx: Context, d: Tensor) -> Tensor:
         shape, where, kh, kw = ctx.saved_values
-        grad = np.empty(shape)
+        grad = np.empty(shape, d.dtype)
         maxpool2d_backward(grad, _host(d, "maxpool2d"), where, kh, kw)
         return _wrap(grad, d.backend)
 
@@ -207,7 +207,7 @@ def _countdown(input: Tensor, dim: int) -> Tensor:
     product along ``dim`` is at the first maximum."""
     n = input.shape[dim]
     shape = tuple(n if d == dim else 1 for d in range(input.dims))
-    return input._new(TensorData(np.arange(n, 0, -1, dtype=np.float64), shape))
+    return input._new(TensorData(np.arange(n, 0, -1, dtype=input.dtype), shape))
 
 
 class Max(Function):
@@ -328,6 +328,6 @@ def dropout(
     # BEGIN SOLUTION 4.4
     keep = generator.random(input.shape) >= p  # True with probability 1 - p
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-    mask = from_numpy(keep * scale, input.backend)
+    mask = from_numpy(keep * scale, input.backend, dtype=input.dtype)
     return input * mask
     # END SOLUTION

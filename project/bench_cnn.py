@@ -1,13 +1,14 @@
 """Benchmark one CNN training epoch: this framework against the same model in PyTorch.
 
-    python -m project.bench_cnn --data-dir ../shared/data/mnist [--repeats 3]
+    python -m project.bench_cnn --data-dir ../shared/data/mnist [--repeats 3] [--dtype float32]
 
 The model is the MNIST milestone's :class:`~module4.models.DigitCNN` (``size=28``:
 conv 1→8 and 8→16, 3×3 with padding 1, each with ReLU and 2×2 max pooling, dropout
 0.25, Linear 784→64, ReLU, Linear 64→10), trained for one epoch of 8,000 images in
 batches of 32 with Adam on cross-entropy. PyTorch runs the same layers, batch order and
-optimizer, in float32 (its default) and in float64 (this framework's precision), on the
-CPU with as many threads as there are cores. The images are the first 8,000 of the
+optimizer, in float32 (its default) and in float64 (this framework's default), on the
+CPU with as many threads as there are cores; this framework runs in ``--dtype``
+(float64 unless told float32). The images are the first 8,000 of the
 IDX files in ``--data-dir`` (the t10k set is enough); without ``--data-dir``, random
 images of the same shape (the time of an epoch does not depend on the pixel values).
 
@@ -66,13 +67,21 @@ def timed_epochs(epoch: Callable[[], None], repeats: int) -> dict[str, Any]:
     return {"cold": cold, "median": statistics.median(times), "all": times}
 
 
-def minitorch_worker(x: npt.NDArray[np.float64], y: npt.NDArray[np.int64], repeats: int) -> Any:
+def minitorch_worker(
+    x: npt.NDArray[np.float64], y: npt.NDArray[np.int64], repeats: int, dtype: str
+) -> Any:
+    from module1.tensor import from_numpy
+    from module2.fast_ops import FastTensorBackend
     from module2.fast_optim import FastAdam
     from module4.losses import cross_entropy
     from module4.models import DigitCNN
-    from project.train_digits import images_to_input
 
-    model = DigitCNN(size=28, channels=CHANNELS, hidden=HIDDEN, seed=0)
+    model = DigitCNN(size=28, channels=CHANNELS, hidden=HIDDEN, seed=0).to(dtype)
+    images = np.ascontiguousarray(x[:, None], dtype=dtype)
+
+    def images_to_input(idx: npt.NDArray[np.int64]) -> Any:
+        return from_numpy(images[idx], FastTensorBackend)
+
     optimizer = FastAdam(model.parameters(), lr=2e-3)
     order = np.random.default_rng(0).permutation(len(y))
 
@@ -80,7 +89,7 @@ def minitorch_worker(x: npt.NDArray[np.float64], y: npt.NDArray[np.int64], repea
         model.train()
         for start in range(0, len(y), BATCH):
             idx = order[start : start + BATCH]
-            loss = cross_entropy(model(images_to_input(x[idx])), y[idx])
+            loss = cross_entropy(model(images_to_input(idx)), y[idx])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -147,6 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--data-dir", type=Path, help="folder with MNIST IDX files (else random)")
     ap.add_argument("--repeats", type=int, default=3, help="timed epochs per library (3)")
+    ap.add_argument(
+        "--dtype", choices=("float64", "float32"), default="float64",
+        help="this framework's dtype (float64)",
+    )  # fmt: skip
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
     require_stages(0, 1, 2, 4)
@@ -154,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.worker:
         kind = ns.worker
         result = (
-            minitorch_worker(x, y, ns.repeats)
+            minitorch_worker(x, y, ns.repeats, ns.dtype)
             if kind == "minitorch"
             else torch_worker(x, y, ns.repeats, kind)
         )
@@ -173,14 +186,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = ["--repeats", str(ns.repeats)] + (
         ["--data-dir", str(ns.data_dir)] if ns.data_dir else []
     )
-    ours = run_worker(["minitorch", *extra])
+    ours = run_worker(["minitorch", "--dtype", ns.dtype, *extra])
     have_torch = (
         subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
     )
     theirs = {d: run_worker([d, *extra]) for d in ("float32", "float64")} if have_torch else {}
     table = Table("library", "dtype", "s / epoch", "cold (1st epoch)", "ours ÷ this")
     if ours:
-        table.add_row("minitorch (fast backend)", "float64", f"{ours['median']:.2f}",
+        table.add_row("minitorch (fast backend)", ns.dtype, f"{ours['median']:.2f}",
                       f"{ours['cold']:.2f}", "1.00")  # fmt: skip
     for dtype, res in theirs.items():
         if res:

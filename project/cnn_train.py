@@ -48,6 +48,7 @@ from rich.progress import (
 
 from module0.autodiff import no_grad
 from module0.module import Module, Parameter
+from module1.tensor import Tensor
 from module2.fast_optim import FastAdam
 from module4.layers import save
 from module4.losses import cross_entropy
@@ -81,6 +82,8 @@ class FitConfig:
     out: Path = Path("runs")
     figures: bool = True
     class_names: Sequence[str] = tuple(str(i) for i in range(10))
+    dtype: str = "float64"
+    """The parameters' and inputs' dtype: ``float64`` or ``float32``."""
 
 
 @dataclass
@@ -119,6 +122,18 @@ def _log_softmax(logits: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
+def _in_dtype(
+    to_input: Callable[[npt.NDArray[Any]], Any], dtype: str
+) -> Callable[[npt.NDArray[Any]], Any]:
+    """``to_input`` whose tensors are converted to ``dtype`` (token ids stay arrays)."""
+
+    def convert(batch: npt.NDArray[Any]) -> Any:
+        x = to_input(batch)
+        return x.to(dtype) if isinstance(x, Tensor) else x
+
+    return convert
+
+
 def evaluate(
     model: Module, data: Split, to_input: Callable[[npt.NDArray[Any]], Any], batch: int = 500
 ) -> tuple[float, npt.NDArray[np.int64]]:
@@ -151,6 +166,8 @@ def fit(
     out = config.out / config.name
     out.mkdir(parents=True, exist_ok=True)
     result = FitResult(out_dir=out)
+    model.to(config.dtype)
+    to_input = _in_dtype(to_input, config.dtype)
     w0 = first_layer.value.to_numpy().copy()
     optimizer = FastAdam(model.parameters(), lr=config.lr)
     rng = np.random.default_rng(config.seed)
@@ -230,7 +247,8 @@ def fit(
 
 def add_run_args(p: argparse.ArgumentParser, epochs: int, lr: float) -> None:
     """The options every milestone script shares (``--epochs``, ``--batch-size``,
-    ``--lr``, ``--seed``, ``--out``, ``--no-figures``), with its own defaults."""
+    ``--lr``, ``--seed``, ``--out``, ``--no-figures``, ``--dtype``), with its own
+    defaults."""
     p.add_argument(
         "--epochs", type=int, default=epochs, help=f"passes over the training set ({epochs})"
     )
@@ -241,6 +259,10 @@ def add_run_args(p: argparse.ArgumentParser, epochs: int, lr: float) -> None:
     p.add_argument("--seed", type=int, default=0, help="weights, dropout and batch order (0)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
     p.add_argument("--no-figures", action="store_true", help="skip the four figures")
+    p.add_argument(
+        "--dtype", choices=("float64", "float32"), default="float64",
+        help="the parameters' and inputs' dtype (float64)",
+    )  # fmt: skip
 
 
 def config_from(args: argparse.Namespace, name: str, gate: float, **extra: Any) -> FitConfig:
@@ -254,6 +276,7 @@ def config_from(args: argparse.Namespace, name: str, gate: float, **extra: Any) 
         gate=gate,
         out=args.out,
         figures=not args.no_figures,
+        dtype=args.dtype,
         **extra,
     )
 

@@ -93,6 +93,8 @@ class Config:
     fused: bool = True
     """On the fast / cuda backend: the fused optimizers (tasks 2.4, 3.4), else stage 0's
     Adam / SGD."""
+    dtype: str = "float64"
+    """The tensors' dtype (float64 or float32; the scalar engine has float64 only)."""
 
 
 @dataclass
@@ -155,9 +157,10 @@ class TensorTrainer:
 
     def __init__(self, config: Config, data: Graph, backend: TensorBackend) -> None:
         self.model = MLP((2, config.hidden, config.hidden, 1), seed=config.seed, backend=backend)
-        self.backend = backend
-        self.X = from_numpy(np.array(data.X, dtype=np.float64), backend)
-        self.y = from_numpy(np.array(data.y, dtype=np.float64).reshape(-1, 1), backend)
+        self.model.to(config.dtype)
+        self.backend, self.dtype = backend, config.dtype
+        self.X = from_numpy(np.array(data.X, dtype=config.dtype), backend)
+        self.y = from_numpy(np.array(data.y, dtype=config.dtype).reshape(-1, 1), backend)
         if backend.cuda:  # the data to GPU memory once, not at every step
             self.X, self.y = to_cuda(self.X), to_cuda(self.y)
 
@@ -166,7 +169,7 @@ class TensorTrainer:
 
     def predict(self, points: Sequence[tuple[float, float]]) -> Sequence[float]:
         with no_grad():
-            batch = from_numpy(np.array(points, dtype=np.float64), self.backend)
+            batch = from_numpy(np.array(points, dtype=self.dtype), self.backend)
             return [float(p) for p in self.model(batch).sigmoid().to_numpy()[:, 0]]
 
 
@@ -273,9 +276,13 @@ def parse_args(argv: Sequence[str] | None = None, backend: str | None = None) ->
         help="fast / cuda backend: stage 0's Adam/SGD instead of the fused ones "
         "(FastAdam/FastSGD, task 2.4; CudaAdam/CudaSGD, task 3.4)",
     )
+    ap.add_argument("--dtype", default=d.dtype, choices=["float64", "float32"],
+                    help="the tensors' dtype (tensor backends only)")  # fmt: skip
     ns = ap.parse_args(argv)
     if ns.epochs < 1 or ns.points < 1 or ns.hidden < 1 or ns.log_every < 1:
         ap.error("--epochs, --points, --hidden and --log-every must be positive")
+    if ns.backend == "scalar" and ns.dtype != "float64":
+        ap.error("--dtype float32 needs a tensor backend: the scalar engine computes in float64")
     return Config(**vars(ns))
 
 
