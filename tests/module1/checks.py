@@ -114,11 +114,14 @@ def _contiguous(ndim: int) -> Layout:
     return tuple(range(ndim)), 1
 
 
-def _strided(values: np.ndarray, layout: Layout) -> tuple[np.ndarray, tuple[int, ...]]:
-    """A storage holding ``values`` in ``layout`` (gaps hold ``_GAP``) and its strides."""
+def _strided(
+    values: np.ndarray, layout: Layout, dtype: Any = np.float64
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """A storage of ``dtype`` holding ``values`` in ``layout`` (gaps hold ``_GAP``) and
+    its strides."""
     order, step = layout
     base = np.ascontiguousarray(np.transpose(values, order))
-    storage = np.full(max(base.size * step, 1), _GAP)
+    storage = np.full(max(base.size * step, 1), _GAP, dtype=dtype)
     storage[::step][: base.size] = base.reshape(-1)
     base_strides = [1] * base.ndim
     for d in range(base.ndim - 2, -1, -1):
@@ -144,12 +147,18 @@ def _ints(t: Sequence[int]) -> np.ndarray:
     return np.array(t, dtype=np.int32)
 
 
-def _make(values: np.ndarray, layout: Layout, backend: Any, requires_grad: bool = False) -> Any:
+def _make(
+    values: np.ndarray,
+    layout: Layout,
+    backend: Any,
+    requires_grad: bool = False,
+    dtype: Any = np.float64,
+) -> Any:
     """A tensor holding ``values`` in ``layout`` (explicit strides: no student code)."""
     from module1.tensor import Tensor
     from module1.tensor_data import TensorData
 
-    storage, strides = _strided(values, layout)
+    storage, strides = _strided(values, layout, dtype)
     return Tensor(
         TensorData(storage, values.shape, strides), backend=backend, requires_grad=requires_grad
     )
@@ -277,9 +286,10 @@ _BACKENDS: dict[str, Any] = {}
 
 
 def _new_tensor(like: Any, values: np.ndarray) -> Any:
+    """A row-major tensor of ``values`` in ``like``'s dtype, on its backend."""
     from module1.tensor_data import TensorData
 
-    values = np.array(values, dtype=np.float64)
+    values = np.array(values, dtype=like._tensor._storage.dtype)
     return like._new(TensorData(values.reshape(-1), values.shape, _row_major(values.shape)))
 
 
@@ -1037,6 +1047,52 @@ def _upstream(rng: np.random.Generator, shape: Shape) -> Any:
     """A random upstream gradient in a random layout (so often non-contiguous)."""
     return _make(_values(rng, shape, -2.0, 2.0, ties=False), _layout(rng, len(shape)),
                  _numpy_backend())  # fmt: skip
+
+
+def _float32_answer(out: Any, leaves: Sequence[Any], upstream: Any) -> Any:
+    """The result's and the gradients' dtypes and values, after ``out.backward``."""
+    out.backward(upstream)
+    grads = [leaf.grad for leaf in leaves]
+    return {
+        "dtypes": [str(out.dtype), *(None if g is None else str(g.dtype) for g in grads)],
+        "value": out.to_numpy(),
+        "grads": [None if g is None else g.to_numpy() for g in grads],
+    }
+
+
+@check("1.4", "float32", rtol=1e-5, atol=1e-6)
+@_given_indexing
+def float32_forward_and_backward(rng: np.random.Generator) -> Any:
+    """Every Function forward and backward on float32 tensors (the NumPy backend: no
+    kernel of the student's runs): results and gradients stay float32, so a float64
+    constant made in a forward or backward (``DtypeError`` when it meets a float32
+    tensor) loses this check (``tests/module1/test_tensor_dtype.py``)."""
+    backend, f32 = _numpy_backend(), np.float32
+    cases, outs = [], []
+    specs: list[tuple[str, Any]] = [(name, None) for name in _UNARY]
+    specs += [("Add", None), ("Mul", None), ("Pow", 3.0), ("Sum", 1), ("Sum", None),
+              ("Max", 0), ("Permute", (1, 0)), ("View", (6,))]  # fmt: skip
+    for name, arg in specs:
+        domain = {"ReLU": "away0", "Log": "positive", "Inv": "nonzero"}.get(name, "any")
+        x = _domain(rng, (2, 3), domain).astype(f32)
+        layout = _contiguous(2) if name == "View" else _layout(rng, 2)
+        leaf = _make(x, layout, backend, True, f32)
+        leaves = [leaf]
+        if name in ("Add", "Mul"):
+            other = _make(_values(rng, (3,)).astype(f32), _contiguous(1), backend, True, f32)
+            leaves.append(other)
+            args: tuple[Any, ...] = (leaf, other)
+        else:
+            args = (leaf,) if arg is None and name in _UNARY else (leaf, arg)
+        cases.append((name, arg))
+
+        def run(args: tuple[Any, ...] = args, name: str = name, leaves: list = leaves) -> Any:
+            out = _function(name).apply(*args)
+            w = _make(np.ones(out.shape, f32), _contiguous(len(out.shape)), backend, False, f32)
+            return _float32_answer(out, leaves, w)
+
+        outs.append(raised(run))
+    return {"inputs": cases, "out": outs}
 
 
 def _unary_backward(name: str) -> Callable[[np.random.Generator], Any]:

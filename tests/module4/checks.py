@@ -61,17 +61,21 @@ def _order(rng: np.random.Generator, ndim: int) -> tuple[int, ...]:
 
 
 def _make(
-    values: Array, backend: Any, order: Sequence[int] | None = None, grad: bool = False
+    values: Array,
+    backend: Any,
+    order: Sequence[int] | None = None,
+    grad: bool = False,
+    dtype: Any = np.float64,
 ) -> Any:
     """A tensor of ``values`` whose storage holds them permuted by ``order`` (so it is
     not contiguous unless ``order`` is the identity), built with given code only."""
     from module1.tensor import Tensor
     from module1.tensor_data import TensorData
 
-    values = np.asarray(values, dtype=np.float64)
+    values = np.asarray(values, dtype=dtype)
     order = tuple(order) if order is not None else tuple(range(values.ndim))
     base = np.ascontiguousarray(np.transpose(values, order))
-    base_strides = [s // 8 for s in base.strides]
+    base_strides = [s // values.itemsize for s in base.strides]
     strides = tuple(int(base_strides[int(k)]) for k in np.argsort(order))
     data = TensorData(base.reshape(-1).copy(), values.shape, strides)
     return Tensor(data, backend=backend, requires_grad=grad)
@@ -1472,3 +1476,53 @@ def digit_sgd_steps(rng: np.random.Generator) -> Any:
 
 
 __all__ = ["Raised"]
+
+
+@check("4.4", "float32", rtol=1e-5, atol=1e-6)
+def float32_losses_dropout_and_state_dicts(rng: np.random.Generator) -> Any:
+    """The losses and dropout on float32 inputs (the twin backend), and a float32 model
+    loading a float64 state dict: results, gradients and parameters stay float32, so a
+    one-hot or a mask made in float64 (``DtypeError`` when it meets the input) or a
+    state dict loaded as float64 loses this check (``tests/module4/test_dtype.py``)."""
+    from module4 import layers, losses, nn
+
+    backend, f32 = _simple(), np.float32
+    x = rng.normal(size=(4, 3)).astype(f32)
+    t = rng.uniform(0.05, 0.95, (4, 3)).astype(f32)
+    y = rng.integers(0, 3, 4)
+    runs: dict[str, Callable[[Any], Any]] = {
+        "nll_loss": lambda a: losses.nll_loss(nn.logsoftmax(a, 1), y),
+        "cross_entropy": lambda a: losses.cross_entropy(a, y),
+        "mse_loss": lambda a: losses.mse_loss(a, _make(t, backend, dtype=f32)),
+        "binary_cross_entropy": lambda a: losses.binary_cross_entropy(
+            a.sigmoid(), _make(t, backend, dtype=f32)
+        ),
+    }
+
+    def loss_run(fn: Callable[[Any], Any]) -> Any:
+        leaf = _make(x, backend, (1, 0), grad=True, dtype=f32)
+        loss = fn(leaf)
+        loss.backward()
+        return {"dtypes": [str(loss.dtype), str(leaf.grad.dtype)], "value": _read(loss),
+                "grad": _grad(leaf)}  # fmt: skip
+
+    def dropout_run() -> Any:
+        leaf = _make(x, backend, (1, 0), grad=True, dtype=f32)
+        out = nn.dropout(leaf, 0.5, rng=np.random.default_rng(int(rng.integers(1 << 30))))
+        out.sum().backward()
+        values, grad = _read(out), _grad(leaf)
+        kept = values != 0
+        return {"dtypes": [str(out.dtype), str(leaf.grad.dtype)],
+                "kept entries are 2x": bool(np.all(values[kept] == 2 * x[kept])),
+                "gradient is the mask x 2": bool(np.all(grad == 2.0 * kept))}  # fmt: skip
+
+    def state_run() -> Any:
+        model = layers.Linear(3, 2).float()
+        state = {k: v.astype(np.float64) + 1.0 for k, v in layers.state_dict(model).items()}
+        layers.load_state_dict(model, state)
+        return [str(p.value.dtype) for p in model.parameters()]
+
+    answer: dict[str, Any] = {name: raised(lambda fn=fn: loss_run(fn)) for name, fn in runs.items()}
+    answer["dropout"] = raised(dropout_run)
+    answer["load_state_dict"] = raised(state_run)
+    return answer
