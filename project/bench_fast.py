@@ -1,13 +1,13 @@
 """Benchmark the stage-2 fast backend against NumPy (and PyTorch on the CPU).
 
-    python -m project.bench_fast [--repeats 5] [--quick] [--only matmul,map,...]
+    python -m project.bench_fast [--repeats 5] [--quick] [--only matmul,map,...] [--dtype float32]
 
 Every figure is the median of ``--repeats`` timed runs after one untimed warm-up call,
 and each library runs in its own child process, so thread pools never compete (NumPy's
 OpenBLAS and PyTorch's pools slow each other down badly when called alternately in one
-process). Sections:
+process). Every library computes in ``--dtype`` (float64 unless told float32). Sections:
 
-* ``matmul``  square float64 products at 128, 256, 512, 1024: two plain Numba loops on
+* ``matmul``  square products at 128, 256, 512, 1024: two plain Numba loops on
   2-D arrays that differ only in loop order (textbook i-j-k, and i-k-j), task 2.2's
   kernel, task 2.3's packed kernel, NumPy as installed, and NumPy with
   ``OPENBLAS_CORETYPE=SkylakeX`` (OpenBLAS's AVX-512 kernels, which it does not pick by
@@ -38,6 +38,8 @@ from typing import Any
 from project.guard import require_stages
 
 SECTIONS = ("matmul", "elementwise", "train", "startup")
+DTYPE = "float64"
+"""The dtype of every worker's arrays (``--dtype``; set in the worker process)."""
 MATMUL_SIZES = (128, 256, 512, 1024)
 ELEMENT_SIZES = (10**6, 10**7)
 
@@ -95,13 +97,14 @@ def work_matmul(kind: str, sizes: Sequence[int], repeats: int) -> dict[str, floa
     rng = np.random.default_rng(0)
     out: dict[str, float] = {}
     for n in sizes:
-        a, b = rng.random((n, n)), rng.random((n, n))
+        a, b = rng.random((n, n)).astype(DTYPE), rng.random((n, n)).astype(DTYPE)
+        rtol, atol = (1e-4, 1e-3) if DTYPE == "float32" else (1e-5, 1e-8)
         if kind == "numpy":
             seconds = median_time(lambda: a @ b, repeats)  # noqa: B023
         elif kind in ("i-j-k", "i-k-j"):
-            loop, result2 = _loop_order_kernels()[kind], np.empty((n, n))
+            loop, result2 = _loop_order_kernels()[kind], np.empty((n, n), DTYPE)
             seconds = median_time(lambda: loop(a, b, result2), repeats)  # noqa: B023
-            if not np.allclose(result2, a @ b):
+            if not np.allclose(result2, a @ b, rtol, atol):
                 raise AssertionError(f"matmul {kind} at {n} disagrees with NumPy")
         else:
             from module2.fast_matmul import tensor_matrix_multiply_packed
@@ -114,7 +117,7 @@ def work_matmul(kind: str, sizes: Sequence[int], repeats: int) -> dict[str, floa
             result = ta.zeros((n, n))
             args = (*result.tuple_arrays(), *ta.tuple_arrays(), *tb.tuple_arrays())
             seconds = median_time(lambda: kernel(*args), repeats)  # noqa: B023
-            if not np.allclose(result.to_numpy(), a @ b):
+            if not np.allclose(result.to_numpy(), a @ b, rtol, atol):
                 raise AssertionError(f"matmul {kind} at {n} disagrees with NumPy")
         out[str(n)] = 2.0 * n**3 / seconds / 1e9
     return out
@@ -140,8 +143,8 @@ def work_elementwise(kind: str, sizes: Sequence[int], repeats: int) -> dict[str,
     out: dict[str, float] = {}
     for size in sizes:
         for name, shape, op, dim in _element_cases(size):
-            x = rng.random(shape) - 0.5
-            y = rng.random(shape)
+            x = (rng.random(shape) - 0.5).astype(DTYPE)
+            y = rng.random(shape).astype(DTYPE)
             if kind == "numpy":
                 fns: dict[str, Callable[[], Any]] = {
                     "relu": lambda: np.maximum(x, 0.0),  # noqa: B023
@@ -170,8 +173,8 @@ def work_train(kind: str, repeats: int, points: int = 50, hidden: int = 100) -> 
     from module0.datasets import load_dataset
 
     data = load_dataset("split", points, 0)
-    X = np.array(data.X, dtype=np.float64)
-    y = np.array(data.y, dtype=np.float64).reshape(-1, 1)
+    X = np.array(data.X, dtype=DTYPE)
+    y = np.array(data.y, dtype=DTYPE).reshape(-1, 1)
     if kind == "torch":
         import torch
 
@@ -180,7 +183,7 @@ def work_train(kind: str, repeats: int, points: int = 50, hidden: int = 100) -> 
             torch.nn.Linear(2, hidden), torch.nn.ReLU(),
             torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
             torch.nn.Linear(hidden, 1),
-        ).double()  # fmt: skip
+        ).to(getattr(torch, DTYPE))  # fmt: skip
         opt = torch.optim.Adam(model.parameters(), lr=0.1)
         tX, ty = torch.from_numpy(X), torch.from_numpy(y)
         loss_fn = torch.nn.BCEWithLogitsLoss()
@@ -194,7 +197,7 @@ def work_train(kind: str, repeats: int, points: int = 50, hidden: int = 100) -> 
     else:
         from project.train import TENSOR_BACKENDS, Config, TensorTrainer, make_optimizer
 
-        config = Config(backend=kind, dataset="split", points=points, hidden=hidden)
+        config = Config(backend=kind, dataset="split", points=points, hidden=hidden, dtype=DTYPE)
         trainer = TensorTrainer(config, data, TENSOR_BACKENDS[kind])
         optimizer = make_optimizer(config, trainer.model)
 
@@ -209,7 +212,7 @@ import time
 start = time.perf_counter()
 import numpy as np
 import module2 as mt
-x = mt.rand(64, 64, backend=mt.FastTensorBackend)
+x = mt.rand(64, 64, backend=mt.FastTensorBackend, dtype=DTYPE)
 times = {"import": time.perf_counter() - start}
 for name, fn in [("map", lambda: x.relu()), ("zip", lambda: x * x),
                  ("reduce", lambda: x.sum(0)), ("matmul", lambda: x @ x)]:
@@ -226,8 +229,9 @@ def work_startup() -> dict[str, dict[str, float]]:
     try:
         env = {**os.environ, "NUMBA_CACHE_DIR": folder}
         for label in ("cold", "warm"):
+            script = f"DTYPE = {DTYPE!r}\n" + STARTUP_SCRIPT
             proc = subprocess.run(
-                [sys.executable, "-c", STARTUP_SCRIPT], env=env, capture_output=True, text=True
+                [sys.executable, "-c", script], env=env, capture_output=True, text=True
             )
             line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT="))
             out[label] = json.loads(line.removeprefix("RESULT="))
@@ -240,7 +244,7 @@ def work_startup() -> dict[str, dict[str, float]]:
 
 
 def run_worker(args: list[str], env: dict[str, str] | None = None) -> Any:
-    cmd = [sys.executable, "-m", "project.bench_fast", "--worker", *args]
+    cmd = [sys.executable, "-m", "project.bench_fast", "--dtype", DTYPE, "--worker", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT="):
@@ -259,9 +263,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="only the smaller sizes")
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                    help="every library's dtype (float64)")  # fmt: skip
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
     require_stages(0, 1, 2)
+    global DTYPE
+    DTYPE = ns.dtype
     if ns.worker:
         return worker_main(ns.worker, ns.repeats)
     from rich.console import Console
@@ -275,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep = str(ns.repeats)
     m_sizes = MATMUL_SIZES[:3] if ns.quick else MATMUL_SIZES
     e_sizes = ELEMENT_SIZES[:1] if ns.quick else ELEMENT_SIZES
-    console.print(f"[bold]bench_fast[/]: median of {rep} runs after a warm-up, float64, "
+    console.print(f"[bold]bench_fast[/]: median of {rep} runs after a warm-up, {DTYPE}, "
                   f"{os.cpu_count()} CPUs; each library in its own process")  # fmt: skip
 
     if "matmul" in sections:

@@ -52,13 +52,16 @@ def fit_sin(
     seed: int = 0,
     console: Console | None = None,
     log_every: int = 50,
+    dtype: str = "float64",
 ) -> tuple[MLP, Fit]:
-    """Train the MLP on ``points`` samples of sin over [-3, 3]; return it and the curve."""
+    """Train the MLP on ``points`` samples of sin over [-3, 3] in ``dtype``; return it
+    and the curve."""
     console = console or Console()
     xs = np.linspace(-3.0, 3.0, points).reshape(-1, 1)
-    X = from_numpy(xs, backend)
-    y = from_numpy(np.sin(xs), backend)
+    X = from_numpy(xs, backend, dtype=dtype)
+    y = from_numpy(np.sin(xs), backend, dtype=dtype)
     model = MLP((1, hidden, hidden, 1), seed=seed, backend=backend)
+    model.to(dtype)
     optimizer = Adam(model.parameters(), lr=lr)
     fit = Fit()
     start = time.perf_counter()
@@ -78,7 +81,8 @@ def plot_fit(model: MLP, fit: Fit, backend: TensorBackend, path: Path) -> Path:
     """Save the fitted curve over sin(x) and the loss per epoch."""
     grid = np.linspace(-3.0, 3.0, 200).reshape(-1, 1)
     with no_grad():
-        predicted = model(from_numpy(grid, backend)).to_numpy()[:, 0]
+        dtype = next(iter(model.parameters())).value.dtype
+        predicted = model(from_numpy(grid, backend, dtype=dtype)).to_numpy()[:, 0]
     fig = Figure(figsize=(10, 4))
     ax_fit, ax_loss = fig.subplots(1, 2)
     ax_fit.plot(grid[:, 0], np.sin(grid[:, 0]), color="#999999", lw=3, label="sin(x)")
@@ -103,13 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
+    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     ns = ap.parse_args(argv)
     require_stages(*STAGES_OF_BACKEND[ns.backend])
     if min(ns.hidden, ns.epochs, ns.points) < 1:
         ap.error("--hidden, --epochs and --points must be positive")
     console = Console()
     backend = TENSOR_BACKENDS[ns.backend]
-    model, fit = fit_sin(backend, ns.hidden, ns.epochs, ns.points, ns.lr, ns.seed, console)
+    model, fit = fit_sin(
+        backend, ns.hidden, ns.epochs, ns.points, ns.lr, ns.seed, console, dtype=ns.dtype
+    )
     fit.figure_path = plot_fit(model, fit, backend, ns.out / "sin" / "figure.png")
     console.print(
         f"final mse {fit.losses[-1]:.5f}, {fit.seconds_per_epoch * 1000:.1f} ms per epoch; "

@@ -64,3 +64,21 @@ def test_gemm_runs_in_float32() -> None:
 @pytest.mark.task2_2
 def test_gradients_in_float32_on_the_fast_backend() -> None:
     gradients_agree_in_float32(FastTensorBackend)
+
+
+@pytest.mark.task2_4
+def test_the_classifier_trains_in_float32(tmp_path) -> None:
+    from module0.datasets import load_dataset
+    from project.train import Config, TensorTrainer, make_optimizer, parse_args
+
+    config = parse_args(["--backend", "fast", "--dtype", "float32", "--out", str(tmp_path)])
+    assert config.dtype == "float32"
+    trainer = TensorTrainer(config, load_dataset("xor", 50, 0), FastTensorBackend)
+    optimizer = make_optimizer(config, trainer.model)
+    losses = [trainer.epoch(optimizer)[0] for _ in range(40)]
+    assert losses[-1] < 0.7 * losses[0], losses
+    for name, p in trainer.model.named_parameters():
+        exact_tensor(p.value, name, dtype=np.float32)
+    with pytest.raises(SystemExit):
+        parse_args(["--backend", "scalar", "--dtype", "float32"])
+    assert Config().dtype == "float64"
