@@ -221,7 +221,7 @@ def exp_reduced(p: Storage, t: Storage, x: Storage) -> int:
     (nan included). Multiply-adds may fuse (``contract``): one rounding, not two."""
     outside = 0
     for i in range(len(p)):
-        v = np.float64(x[i])
+        v = float(x[i])
         outside += 0 if (v >= -708.0 and v <= 709.0) else 1
         v = v if v > -708.0 else -708.0  # nan too: redone by exp_loop
         v = v if v < 709.0 else 709.0
