@@ -82,3 +82,25 @@ def test_the_classifier_trains_in_float32(tmp_path) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--backend", "scalar", "--dtype", "float32"])
     assert Config().dtype == "float64"
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_large_exp_map_is_within_an_ulp_with_every_special_value(dtype: type) -> None:
+    # Large enough for the parallel path; the specials sit among ordinary values.
+    rng = np.random.default_rng(12)
+    specials = [0.0, -0.0, 1e-300, -1e-300, 88.0, 88.8, -87.5, -103.9, 708.9, 709.78, 709.8,
+                -708.1, -745.1, -746.0, 1e308, -1e308, np.inf, -np.inf, np.nan]  # fmt: skip
+    values = np.concatenate([rng.uniform(-700, 700, 60_000), rng.uniform(-8, 8, 60_000)])
+    values[rng.choice(len(values), len(specials), replace=False)] = specials
+    with np.errstate(over="ignore"):  # 1e308 is inf in float32
+        x = values.astype(dtype)
+    got = exact_tensor(FastTensorBackend.exp_map(from_numpy(x, FastTensorBackend)), "exp",
+                       dtype=dtype)  # fmt: skip
+    with np.errstate(over="ignore", under="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(dtype)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2.5 * np.finfo(dtype).eps,
+                               atol=np.finfo(dtype).smallest_subnormal * 4)  # fmt: skip
