@@ -197,20 +197,20 @@ class Tensor(Variable):
         """A new constant tensor of zeros on this tensor's backend, of its dtype."""
         shape = tuple(shape)
         kind = self._tensor._storage.dtype if dtype is None else dtype
-        return self._new(TensorData(np.zeros(math.prod(shape), kind), shape))
+        return self._new(TensorData.contiguous(np.zeros(math.prod(shape), kind), shape))
 
     def empty(self, shape: Sequence[int], dtype: np.dtype | None = None) -> Tensor:
         """A new constant tensor with unset values (``np.empty``), for a kernel that
         writes every entry: no zeroing pass over memory it is about to overwrite."""
         shape = tuple(shape)
         kind = self._tensor._storage.dtype if dtype is None else dtype
-        return self._new(TensorData(np.empty(math.prod(shape), kind), shape))
+        return self._new(TensorData.contiguous(np.empty(math.prod(shape), kind), shape))
 
     def full(self, shape: Sequence[int], value: float) -> Tensor:
         """A new constant tensor filled with ``value`` on this tensor's backend."""
         shape = tuple(shape)
         kind = self._tensor._storage.dtype
-        return self._new(TensorData(np.full(math.prod(shape), value, kind), shape))
+        return self._new(TensorData.contiguous(np.full(math.prod(shape), value, kind), shape))
 
     def fill_(self, value: float) -> Tensor:
         """Set every entry of the storage to ``value`` (in place; no graph)."""

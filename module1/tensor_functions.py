@@ -40,9 +40,9 @@ def _same_dtype(name: str, inputs: tuple[Variable, ...]) -> None:
     one dtype: there is no silent promotion (a float32 model fed float64 data would
     quietly run at float64 speed), so convert with ``.to``, ``.float()``, ``.double()``."""
     first = inputs[0]._tensor._storage.dtype  # type: ignore[attr-defined]
-    for i, t in enumerate(inputs[1:], 1):
-        dtype = t._tensor._storage.dtype  # type: ignore[attr-defined]
-        if dtype != first:
+    for i in range(1, len(inputs)):
+        dtype = inputs[i]._tensor._storage.dtype  # type: ignore[attr-defined]
+        if dtype is not first and dtype != first:
             raise DtypeError(
                 f"{name}: input 0 is {first} and input {i} is {dtype}; convert one with "
                 ".to(dtype), .float() or .double()"
@@ -54,7 +54,8 @@ def _same_backend(name: str, inputs: tuple[Variable, ...]) -> None:
     is on one backend: a GPU kernel cannot read host memory, nor a CPU kernel device
     memory, and a silent copy would hide where the time goes."""
     backends = [getattr(t, "backend", None) for t in inputs]
-    for i, backend in enumerate(backends[1:], 1):
+    for i in range(1, len(backends)):
+        backend = backends[i]
         if backend is not backends[0]:
             raise BackendError(
                 f"{name}: input 0 is on {backends[0]!r} and input {i} on {backend!r}; "
@@ -79,11 +80,17 @@ class Function:
         """Run ``forward`` on the tensor arguments detached (same storage, no history)
         and, when one of them requires a gradient (and grad mode is on), attach the
         operation's Context to the result."""
-        inputs = tuple(v for v in vals if isinstance(v, Variable))
-        _same_backend(cls.__name__, inputs)
+        # Plain loops, not generators: this runs once per operation.
+        inputs = tuple([v for v in vals if isinstance(v, Variable)])
         if len(inputs) > 1:
+            _same_backend(cls.__name__, inputs)
             _same_dtype(cls.__name__, inputs)
-        need_grad = grad_mode.enabled and any(t.requires_grad for t in inputs)
+        need_grad = False
+        if grad_mode.enabled:
+            for t in inputs:
+                if t.requires_grad:
+                    need_grad = True
+                    break
         args = [v.detach() if isinstance(v, Variable) else v for v in vals]  # type: ignore[attr-defined]
         ctx = Context(cls, inputs if need_grad else ())
         out = cls.forward(ctx, *args)
