@@ -127,7 +127,7 @@ def correlate_taps(out: Any, cols: Any, offsets: Any, taps: Any) -> None:
     a time, added to every output row while they are in the L1 cache."""
     rows, n = out.shape
     rows4, t4 = taps.shape
-    acc = np.zeros((rows4, n))
+    acc = np.zeros((rows4, n), out.dtype)
     for t in range(0, t4, 4):
         p0, p1, p2, p3 = offsets[t], offsets[t + 1], offsets[t + 2], offsets[t + 3]
         x0, x1 = cols[p0 : p0 + n], cols[p1 : p1 + n]
@@ -171,7 +171,7 @@ def accumulate_taps(acc: Any, grad: Any, cols: Any, offsets: Any) -> None:
     step), once the 4 runs are copied into the rows of a small buffer."""
     o4, t4 = acc.shape
     n = grad.shape[1]
-    runs = np.empty((4, n))
+    runs = np.empty((4, n), cols.dtype)
     out = acc.reshape(-1)
     for t in range(0, t4, 4):
         for q in range(4):
@@ -275,7 +275,7 @@ def conv1d_forward(out: Any, input: Any, weight: Any, stride: int, padding: int)
     n_out = out.shape[2]
     n_taps = channels * kernel  # tap (c, k) is column c * kernel + k of the weight
     offsets = np.zeros(round_up(n_taps, 4), np.int64)
-    taps = np.zeros((round_up(out_channels, 4), len(offsets)))
+    taps = np.zeros((round_up(out_channels, 4), len(offsets)), out.dtype)
     for c in range(channels):
         for k in range(kernel):
             t = c * kernel + k
@@ -298,7 +298,7 @@ def conv1d_forward_image(
 ) -> None:
     """One image of :func:`conv1d_forward` (``out`` ``(C_out, W_out)``, ``image``
     ``(C_in, W)``): unfold it, then :func:`correlate_taps`."""
-    cols = np.empty((kernel, image.shape[0], out.shape[1]))
+    cols = np.empty((kernel, image.shape[0], out.shape[1]), out.dtype)
     unfold_1d(cols, image, stride, padding)
     correlate_taps(out, cols.reshape(-1), offsets, taps)
 
@@ -321,7 +321,7 @@ def conv1d_backward_input(
     # spread_taps updates together are different channels: runs that never overlap.
     planes = round_up(channels, 4)
     offsets = np.zeros(kernel * planes, np.int64)
-    taps = np.zeros((kernel * planes, round_up(out_channels, 4)))
+    taps = np.zeros((kernel * planes, round_up(out_channels, 4)), grad_input.dtype)
     for k in range(kernel):
         for c in range(planes):
             t = k * planes + c
@@ -351,11 +351,11 @@ def conv1d_backward_input_image(
     ``grad`` ``(C_out, W_out)``): :func:`spread_taps` into the gradient of the unfolded
     image (``planes`` channels), then :func:`fold_1d` it back."""
     out_channels, n_out = grad.shape
-    rows = np.zeros((taps.shape[1], n_out))
+    rows = np.zeros((taps.shape[1], n_out), image_grad.dtype)
     for o in range(out_channels):
         for x in range(n_out):
             rows[o, x] = grad[o, x]
-    cols_grad = np.zeros((kernel, planes, n_out))
+    cols_grad = np.zeros((kernel, planes, n_out), image_grad.dtype)
     spread_taps(cols_grad.reshape(-1), offsets, taps, rows)
     fold_1d(image_grad, cols_grad, stride, padding)
 
@@ -380,7 +380,7 @@ def conv1d_backward_weight(
         for k in range(kernel):
             offsets[c * kernel + k] = (k * channels + c) * n_out
     chunks = max(1, min(batch, WEIGHT_CHUNKS))
-    partial = np.zeros((chunks, round_up(out_channels, 4), len(offsets)))
+    partial = np.zeros((chunks, round_up(out_channels, 4), len(offsets)), grad_weight.dtype)
     if batch * out_channels * n_out * n_taps < PARALLEL_MIN:
         for j in range(chunks):
             lo, hi = j * batch // chunks, (j + 1) * batch // chunks
@@ -404,8 +404,8 @@ def conv1d_weight_chunk(
     """Images ``lo:hi`` of :func:`conv1d_backward_weight`: add each one's
     :func:`accumulate_taps` to ``acc`` (``(C_out rounded up to 4, taps rounded up to 4)``)."""
     out_channels, n_out = grad_out.shape[1], grad_out.shape[2]
-    cols = np.empty((kernel, input.shape[1], n_out))
-    rows = np.zeros((acc.shape[0], n_out))
+    cols = np.empty((kernel, input.shape[1], n_out), acc.dtype)
+    rows = np.zeros((acc.shape[0], n_out), acc.dtype)
     for b in range(lo, hi):
         unfold_1d(cols, input[b], stride, padding)
         for o in range(out_channels):
@@ -500,7 +500,7 @@ def conv2d_forward(
     rows = (height + 2 * pad_h + stride_h - 1) // stride_h  # rows per remainder
     n_taps = channels * kernel_h * kernel_w  # tap (c, kh, kw): its column of the weight
     offsets = np.zeros(round_up(n_taps, 4), np.int64)
-    taps = np.zeros((round_up(out_channels, 4), len(offsets)))
+    taps = np.zeros((round_up(out_channels, 4), len(offsets)), out.dtype)
     for c in range(channels):
         for kh in range(kernel_h):
             for kw in range(kernel_w):
@@ -532,7 +532,7 @@ def conv2d_forward_image(
     """One image of :func:`conv2d_forward` (``out`` ``(C_out, H_out, W_out)``,
     ``image`` ``(C_in, H, W)``): unfold it, then :func:`correlate_taps`."""
     out_channels, out_h, out_w = out.shape
-    cols = np.empty((kernel_w, image.shape[0], stride_h, rows, out_w))
+    cols = np.empty((kernel_w, image.shape[0], stride_h, rows, out_w), out.dtype)
     unfold_2d(cols, image, stride_h, stride_w, pad_h, pad_w)
     correlate_taps(out.reshape(out_channels, out_h * out_w), cols.reshape(-1), offsets, taps)
 
@@ -560,7 +560,7 @@ def conv2d_backward_input(
     planes = round_up(channels, 4)
     n_taps = kernel_h * kernel_w * planes
     offsets = np.zeros(n_taps, np.int64)
-    taps = np.zeros((n_taps, round_up(out_channels, 4)))
+    taps = np.zeros((n_taps, round_up(out_channels, 4)), grad_input.dtype)
     for kh in range(kernel_h):
         for kw in range(kernel_w):
             for c in range(planes):
@@ -595,12 +595,12 @@ def conv2d_backward_input_image(
     ``grad`` ``(C_out, H_out, W_out)``): :func:`spread_taps` into the gradient of the
     unfolded image (``planes`` channels), then :func:`fold_2d` it back."""
     out_channels, out_h, out_w = grad.shape
-    grad_rows = np.zeros((taps.shape[1], out_h * out_w))
+    grad_rows = np.zeros((taps.shape[1], out_h * out_w), image_grad.dtype)
     for o in range(out_channels):
         for y in range(out_h):
             for x in range(out_w):
                 grad_rows[o, y * out_w + x] = grad[o, y, x]
-    cols_grad = np.zeros((kernel_w, planes, stride_h, rows, out_w))
+    cols_grad = np.zeros((kernel_w, planes, stride_h, rows, out_w), image_grad.dtype)
     spread_taps(cols_grad.reshape(-1), offsets, taps, grad_rows)
     fold_2d(image_grad, cols_grad, stride_h, stride_w, pad_h, pad_w)
 
@@ -632,7 +632,7 @@ def conv2d_backward_weight(
                 first_row = plane * rows + kh // stride_h
                 offsets[(c * kernel_h + kh) * kernel_w + kw] = first_row * out_w
     chunks = max(1, min(batch, WEIGHT_CHUNKS))
-    partial = np.zeros((chunks, round_up(out_channels, 4), len(offsets)))
+    partial = np.zeros((chunks, round_up(out_channels, 4), len(offsets)), grad_weight.dtype)
     if batch * out_channels * n_out * n_taps < PARALLEL_MIN:
         for j in range(chunks):
             conv2d_weight_chunk(
@@ -658,8 +658,8 @@ def conv2d_weight_chunk(
     """Images ``lo:hi`` of :func:`conv2d_backward_weight`: add each one's
     :func:`accumulate_taps` to ``acc`` (``(C_out rounded up to 4, taps rounded up to 4)``)."""
     out_channels, out_h, out_w = grad_out.shape[1], grad_out.shape[2], grad_out.shape[3]
-    cols = np.empty((kernel_w, input.shape[1], stride_h, rows, out_w))
-    grad_rows = np.zeros((acc.shape[0], out_h * out_w))
+    cols = np.empty((kernel_w, input.shape[1], stride_h, rows, out_w), acc.dtype)
+    grad_rows = np.zeros((acc.shape[0], out_h * out_w), acc.dtype)
     for b in range(lo, hi):
         unfold_2d(cols, input[b], stride_h, stride_w, pad_h, pad_w)
         for o in range(out_channels):
