@@ -26,6 +26,7 @@ A ``prange`` over outputs with the index functions for each entry earns full mar
 
 from __future__ import annotations
 
+import math
 import types
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -212,6 +213,13 @@ _LN2_HI = 6.93147180369123816490e-01  # ln 2 in 32 significant bits: k * _LN2_HI
 _LN2_LO = 1.90821492927058770002e-10  # ln 2 - _LN2_HI
 _SHIFTER = 6755399441055744.0  # 1.5 * 2**52
 _SHIFTER_BITS = 0x4338000000000000  # its bits
+# float32: the same in float32 arithmetic (twice the lanes), on [-87, 88], degree 7.
+_LOG2E_F = np.float32(1.4426950408889634)
+_LN2_HI_F = np.float32(0.693359375)  # 9 significant bits: k * _LN2_HI_F is exact
+_LN2_LO_F = np.float32(-2.12194440e-4)  # ln 2 - _LN2_HI_F
+_SHIFTER_F = np.float32(12582912.0)  # 1.5 * 2**23
+_SHIFTER_BITS_F = 0x4B400000
+_EXP_F = tuple(np.float32(1.0 / math.factorial(n)) for n in range(8))
 
 
 @njit(fastmath={"contract"})
@@ -246,6 +254,31 @@ def exp_reduced(p: Storage, t: Storage, x: Storage) -> int:
     return outside
 
 
+@njit(fastmath={"contract"})
+def exp_reduced32(p: Any, t: Any, x: Storage) -> int:
+    """:func:`exp_reduced` in float32 arithmetic for float32 ``x``, on [-87, 88] (where
+    ``e^x`` and every step are normal float32 numbers): ``p``, ``t`` float32."""
+    c0, c1, c2, c3, c4, c5, c6, c7 = _EXP_F
+    outside = 0
+    for i in range(len(p)):
+        v = np.float32(x[i])
+        outside += 0 if (v >= -87.0 and v <= 88.0) else 1
+        v = v if v > np.float32(-87.0) else np.float32(-87.0)  # nan too: redone
+        v = v if v < np.float32(88.0) else np.float32(88.0)
+        shifted = v * _LOG2E_F + _SHIFTER_F
+        k = shifted - _SHIFTER_F
+        r = (v - k * _LN2_HI_F) - k * _LN2_LO_F
+        e = c7 * r + c6
+        e = e * r + c5
+        e = e * r + c4
+        e = e * r + c3
+        e = e * r + c2
+        e = e * r + c1
+        p[i] = e * r + c0
+        t[i] = shifted
+    return outside
+
+
 @njit
 def exp_scale(p_bits: Any, t_bits: Any) -> None:
     """Multiply each ``p`` by ``2^k``: add ``k`` (the low bits of ``t``) to its exponent."""
@@ -254,8 +287,38 @@ def exp_scale(p_bits: Any, t_bits: Any) -> None:
 
 
 @njit
+def exp_scale32(p_bits: Any, t_bits: Any) -> None:
+    """:func:`exp_scale` for float32 (int32 bits, 23 mantissa bits)."""
+    for i in range(len(p_bits)):
+        p_bits[i] += (t_bits[i] - _SHIFTER_BITS_F) << 23
+
+
+@njit
+def exp_loop32(out: Storage, x: Storage) -> None:
+    """:func:`exp_loop` for float32 ``out`` and ``x``, in float32 arithmetic (at most
+    an ulp or two from the correctly rounded result)."""
+    n = len(out)
+    p = np.empty(EXP_LANES, np.float32)
+    t = np.empty(EXP_LANES, np.float32)
+    p_bits, t_bits = p.view(np.int32), t.view(np.int32)
+    for lo in range(0, n, EXP_LANES):
+        m = min(EXP_LANES, n - lo)
+        outside = exp_reduced32(p[:m], t[:m], x[lo : lo + m])
+        exp_scale32(p_bits[:m], t_bits[:m])
+        out[lo : lo + m] = p[:m]
+        if outside:
+            for i in range(lo, lo + m):
+                v = x[i]
+                if not (v >= -87.0 and v <= 88.0):
+                    out[i] = _exp(v)
+
+
+@njit
 def exp_loop(out: Storage, x: Storage) -> None:
     """``out[i] = exp(x[i])`` for 1-D arrays of equal length (float64 or float32)."""
+    if out.itemsize == 4 and x.itemsize == 4:
+        exp_loop32(out, x)
+        return
     n = len(out)
     p = np.empty(EXP_LANES)
     t = np.empty(EXP_LANES)
