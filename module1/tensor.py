@@ -563,11 +563,10 @@ def tensor(
 ) -> Tensor:
     """A tensor from a number or (nested) lists of numbers: ``tensor([[1, 2], [3, 4]])``
     (float64 unless ``dtype`` says float32)."""
+    kind = as_dtype(float64 if dtype is None else dtype)
     try:
-        values = np.array(data, dtype=as_dtype(float64 if dtype is None else dtype))
+        values = np.array(data, dtype=kind)
     except (ValueError, TypeError) as err:
-        if "tensors hold" in str(err):
-            raise
         raise ShapeError(f"tensor() needs a number or rectangular nested lists: {err}") from None
     return from_numpy(values, backend, requires_grad)
 

@@ -204,7 +204,8 @@ def aligned(
 # float to int (no vector instruction does that on AVX2): ``x / ln 2 + 1.5 * 2^52``
 # rounds to an integer whose low bits are ``k``, read through an int64 view.
 # Entries outside [-708, 709] (overflow, subnormal results, inf, nan) are then redone
-# with the scalar ``exp``. In float64 for a float32 tensor too, then rounded.
+# with the scalar ``exp``. Float32 has its own steps in float32 arithmetic (twice the
+# lanes): :func:`exp_loop32`.
 
 EXP_LANES = 512
 """Entries per pass of :func:`exp_loop` (its two scratch arrays stay in L1)."""
@@ -294,9 +295,19 @@ def exp_scale32(p_bits: Any, t_bits: Any) -> None:
 
 
 @njit
+def exp_redo(out: Storage, x: Storage, lo: int, hi: int, low: float, high: float) -> None:
+    """Entries ``lo:hi`` whose ``x`` is outside ``[low, high]`` (nan too) again, by the
+    scalar ``exp``."""
+    for i in range(lo, hi):
+        v = x[i]
+        if not (v >= low and v <= high):
+            out[i] = _exp(v)
+
+
+@njit
 def exp_loop32(out: Storage, x: Storage) -> None:
-    """:func:`exp_loop` for float32 ``out`` and ``x``, in float32 arithmetic (at most
-    an ulp or two from the correctly rounded result)."""
+    """:func:`exp_loop` for float32 ``out`` and ``x``, in float32 arithmetic (within an
+    ulp of the correctly rounded result)."""
     n = len(out)
     p = np.empty(EXP_LANES, np.float32)
     t = np.empty(EXP_LANES, np.float32)
@@ -307,10 +318,7 @@ def exp_loop32(out: Storage, x: Storage) -> None:
         exp_scale32(p_bits[:m], t_bits[:m])
         out[lo : lo + m] = p[:m]
         if outside:
-            for i in range(lo, lo + m):
-                v = x[i]
-                if not (v >= -87.0 and v <= 88.0):
-                    out[i] = _exp(v)
+            exp_redo(out, x, lo, lo + m, -87.0, 88.0)
 
 
 @njit
@@ -329,10 +337,7 @@ def exp_loop(out: Storage, x: Storage) -> None:
         exp_scale(p_bits[:m], t_bits[:m])
         out[lo : lo + m] = p[:m]
         if outside:
-            for i in range(lo, lo + m):
-                v = x[i]
-                if not (v >= -708.0 and v <= 709.0):
-                    out[i] = _exp(v)
+            exp_redo(out, x, lo, lo + m, -708.0, 709.0)
 
 
 # Loops over flat storage, one per common op. The op is tested once, before the loop:

@@ -1,4 +1,5 @@
 """The toy course's registry: three tasks in two stages, for the tooling's own tests.
+A course's registry needs ``TASKS`` alone (``autograder.paths.course_tasks``).
 
 ``tests/autograder/toy.py`` builds the course: this tooling's files, with this registry
 in place of the real one, and the stubs, tests and checks beside it.
@@ -6,7 +7,7 @@ in place of the real one, and the stubs, tests and checks beside it.
 
 from __future__ import annotations
 
-from autograder.task import Task, find_task
+from autograder.task import Task
 
 TASKS: tuple[Task, ...] = (
     Task(
@@ -31,13 +32,3 @@ TASKS: tuple[Task, ...] = (
         functions=("module1.vectors:dot",),
     ),
 )
-
-
-def get_task(task_id: str) -> Task:
-    """Return the task with this id, or raise KeyError listing the known ids."""
-    return find_task(TASKS, task_id)
-
-
-def tasks_for_stage(stage: int) -> tuple[Task, ...]:
-    """The tasks of one stage, in registry order."""
-    return tuple(t for t in TASKS if t.stage == stage)
