@@ -7,7 +7,12 @@ and 1 plus ``FastOps``, ``FastTensorBackend`` and the fused optimizers ``FastAda
 
 from module1 import *  # noqa: F403
 from module1 import __all__ as _stage1
-from module2.fast_ops import FastOps, FastTensorBackend
-from module2.fast_optim import FastAdam, FastSGD
+from module2 import tuning
+
+tuning.vectorize_straight_line_code()  # before any kernel compiles: see module2/tuning.py
+tuning.keep_freed_memory()
+
+from module2.fast_ops import FastOps, FastTensorBackend  # noqa: E402
+from module2.fast_optim import FastAdam, FastSGD  # noqa: E402
 
 __all__ = [*_stage1, "FastTensorBackend", "FastOps", "FastAdam", "FastSGD"]

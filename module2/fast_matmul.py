@@ -14,7 +14,7 @@ kernel (see :func:`packed_product`): nothing else waits for this task.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit, prange
@@ -30,17 +30,10 @@ FASTMATH = {"contract", "reassoc"}
 
 
 # BEGIN SOLUTION 2.3 omit
-# The reference's blocking and micro-kernel (the README's "Task 2.3" explains them):
-# k in blocks of KC, the columns of b in blocks of NC, both packed into contiguous
-# buffers padded to a multiple of 4, and a 4 x 4 block of dot products per call of
-# micro_kernel, its 16 sums loop-carried scalars that LLVM keeps in vector registers.
-MR = NR = 4
-"""The micro-kernel's output block: ``MR x NR`` dot products at once (written out in its
-code: 16 running sums, 8 loads per step, within the 32 vector registers of AVX-512)."""
-KC = 256
-"""Depth of a packed block: 8 rows of ``KC`` floats (16 KiB) fit in the L1 cache."""
-NC = 64
-"""Columns of ``b`` per block of the parallel loop (``NC x KC`` floats, 128 KiB: L2)."""
+# A dot-product micro-kernel: a 4 x 4 block of dot products along k per call, its 16
+# sums loop-carried scalars that LLVM's loop vectorizer keeps in vector registers
+# (with reassociation allowed). The reference's gemm used it until the rank-1 kernel
+# below (the README's "Task 2.3" compares them); stage 4's convolutions still do.
 
 
 @njit(inline="always", fastmath=FASTMATH)
@@ -84,6 +77,147 @@ def micro_kernel(
 # END SOLUTION
 
 
+# BEGIN SOLUTION 2.3 omit
+# The reference's gemm is laid out as BLAS libraries are (the README's "Task 2.3"):
+# both operands packed into micro-panels, then blocks of the output in parallel, each
+# computed by a micro-kernel that keeps a 6 x 16 tile of the output in registers
+# across the whole depth of a panel and adds one outer product per step of k.
+TILE_ROWS, TILE_COLS = 6, 16
+"""The rank-1 micro-kernel's tile: 6 x 16 running sums (12 vector registers of 8
+float64, or 6 of 16 float32, of AVX-512's 32), 16 values of ``b`` loaded and 6 of ``a``
+broadcast per step of ``k``."""
+DEPTH = 256
+"""Depth of a packed micro-panel (``KC`` in BLIS): a 256 x 16 panel of ``b`` is 32 KiB
+in float64."""
+BLOCK_ROWS, BLOCK_COLS = 48, 128
+"""One parallel task: 48 rows (8 panels of ``a``, 96 KiB in float64: they stay in L2)
+by 128 columns (8 panels of ``b``) of the output. Small enough that a 256 x 256 product
+makes 12 tasks, so two threads share them evenly (at 96 x 256 it made 3, and one
+thread did two: 60 against 77 GFLOP/s); larger blocks measured no faster at 1024."""
+RANK1_FASTMATH = {"contract"}
+"""Fused multiply-adds but no reassociation: with ``reassoc`` LLVM's loop vectorizer
+turns the 96 running sums into 96 reductions along ``k`` instead."""
+
+
+def rank1_kernel_source(rows: int, cols: int) -> str:
+    """The Python source of a ``rows x cols`` rank-1 micro-kernel: one scalar running
+    sum per entry of the tile, written out, so LLVM's SLP vectorizer (switched on by
+    ``module2/__init__.py``) packs each row's sums into vector registers. Writing the
+    tile out by hand would be ``rows * cols`` lines; this writes them.
+
+    ``rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full)``: ``a_panel``
+    is ``(kc, rows)`` (column ``r`` is row ``r`` of the tile's rows of ``a``),
+    ``b_panel`` is ``(kc, cols)``. With ``full``, adds the tile to ``out[base + r *
+    o_row + q]`` (contiguous output rows); otherwise stores it in ``tile``."""
+    sums = [[f"s{r}_{q}" for q in range(cols)] for r in range(rows)]
+    lines = [
+        "def rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full):",
+        "    tile[0, 0] = 0.0",
+        "    zero = tile[0, 0]  # 0 in the storage's dtype",
+    ]
+    lines += ["    " + " = ".join(row) + " = zero" for row in sums]
+    lines.append("    for p in range(kc):")
+    lines += [f"        b{q} = b_panel[p, {q}]" for q in range(cols)]
+    for r in range(rows):
+        lines.append(f"        a{r} = a_panel[p, {r}]")
+        lines += [f"        {sums[r][q]} += a{r} * b{q}" for q in range(cols)]
+    lines.append("    if full:")
+    for r in range(rows):
+        lines.append(f"        row = base + {r} * o_row")
+        lines += [f"        out[row + {q}] += {sums[r][q]}" for q in range(cols)]
+    lines.append("    else:")
+    for r in range(rows):
+        lines += [f"        tile[{r}, {q}] = {sums[r][q]}" for q in range(cols)]
+    return "\n".join(lines) + "\n"
+
+
+_generated: dict[str, Any] = {}
+exec(  # our own generated source
+    compile(rank1_kernel_source(TILE_ROWS, TILE_COLS), "<rank1_kernel>", "exec"), _generated
+)
+rank1_kernel = njit(inline="always", fastmath=RANK1_FASTMATH)(_generated["rank1_kernel"])
+
+
+@njit
+def pack_a(
+    a_pack: Any, block: int, panel: int,
+    a: Storage, a_base: int, a_row: int, a_col: int, m: int, k: int,
+) -> None:  # fmt: skip
+    """``a_pack[block, panel][p, r] = a[panel * TILE_ROWS + r, block * DEPTH + p]``;
+    the rows past ``m`` are zeros. The inner loop walks whichever stride of ``a`` is 1."""
+    dst = a_pack[block, panel]
+    p0, r0 = block * DEPTH, panel * TILE_ROWS
+    kc, rows = min(DEPTH, k - p0), min(TILE_ROWS, m - r0)
+    if a_col == 1:
+        for r in range(rows):
+            src = a[a_base + (r0 + r) * a_row + p0 :]
+            for p in range(kc):
+                dst[p, r] = src[p]
+    else:
+        for p in range(kc):
+            start = a_base + r0 * a_row + (p0 + p) * a_col
+            for r in range(rows):
+                dst[p, r] = a[start + r * a_row]
+    for r in range(rows, TILE_ROWS):
+        for p in range(kc):
+            dst[p, r] = 0.0
+
+
+@njit
+def pack_b(
+    b_pack: Any, block: int, panel: int,
+    b: Storage, b_base: int, b_row: int, b_col: int, k: int, n: int,
+) -> None:  # fmt: skip
+    """``b_pack[block, panel][p, q] = b[block * DEPTH + p, panel * TILE_COLS + q]``;
+    the columns past ``n`` are zeros."""
+    dst = b_pack[block, panel]
+    p0, q0 = block * DEPTH, panel * TILE_COLS
+    kc, cols = min(DEPTH, k - p0), min(TILE_COLS, n - q0)
+    if b_col == 1:
+        for p in range(kc):
+            src = b[b_base + (p0 + p) * b_row + q0 :]
+            row = dst[p]
+            for q in range(cols):
+                row[q] = src[q]
+    else:
+        for q in range(cols):
+            start = b_base + p0 * b_row + (q0 + q) * b_col
+            for p in range(kc):
+                dst[p, q] = b[start + p * b_row]
+    if cols < TILE_COLS:
+        for p in range(kc):
+            for q in range(cols, TILE_COLS):
+                dst[p, q] = 0.0
+
+
+@njit(fastmath=RANK1_FASTMATH)
+def multiply_block(
+    out: Storage, o_base: int, o_row: int, o_col: int, a_pack: Any, b_pack: Any,
+    m: int, n: int, k: int, rows: tuple[int, int], cols: tuple[int, int],
+) -> None:  # fmt: skip
+    """Add the panels ``rows[0]:rows[1]`` of ``a`` times the panels ``cols[0]:cols[1]``
+    of ``b`` to ``out``: for each block of depth, for each panel of ``b`` (it stays in
+    L1), for each panel of ``a`` (they stay in L2), one call of the micro-kernel."""
+    tile = np.empty((TILE_ROWS, TILE_COLS), a_pack.dtype)
+    for block in range(a_pack.shape[0]):
+        kc = min(DEPTH, k - block * DEPTH)
+        for jp in range(cols[0], cols[1]):
+            b_panel = b_pack[block, jp]
+            nr = min(TILE_COLS, n - jp * TILE_COLS)
+            for ip in range(rows[0], rows[1]):
+                mr = min(TILE_ROWS, m - ip * TILE_ROWS)
+                base = o_base + ip * TILE_ROWS * o_row + jp * TILE_COLS * o_col
+                full = mr == TILE_ROWS and nr == TILE_COLS and o_col == 1
+                rank1_kernel(a_pack[block, ip], b_panel, kc, tile, out, base, o_row, full)
+                if not full:  # the edge of the matrix, or strided output rows
+                    for r in range(mr):
+                        for q in range(nr):
+                            out[base + r * o_row + q * o_col] += tile[r, q]
+
+
+# END SOLUTION
+
+
 # ## Task 2.3: the blocked, packed product
 
 
@@ -101,61 +235,79 @@ def gemm(
     parallel, and at least 3x as fast on one core as a naive triple loop (see the
     README)."""
     # BEGIN SOLUTION 2.3
-    m4, n4 = (m + MR - 1) // MR * MR, (n + NR - 1) // NR * NR
-    a_pack = np.zeros((m4, KC))  # rows m.. stay zero: padding
-    bt_pack = np.zeros((n4, KC))
-    for pc in range(0, k, KC):
-        kc = min(KC, k - pc)
-        for i in prange(m):
-            src = a_base + i * a_row + pc * a_col
-            for p in range(kc):
-                a_pack[i, p] = a[src + p * a_col]
-        for j in prange(n):
-            src = b_base + j * b_col + pc * b_row
-            for p in range(kc):
-                bt_pack[j, p] = b[src + p * b_row]
-        for jc in range(0, n4, NC):
-            for g in prange(m4 // MR):
-                i = MR * g
-                mr = min(MR, m - i)
-                for j in range(jc, min(jc + NC, n4), NR):
-                    o_offset = o_base + i * o_row + j * o_col
-                    micro_kernel(
-                        a_pack, i, bt_pack, j, kc, out, o_offset, o_row, o_col,
-                        mr, min(NR, n - j),
-                    )  # fmt: skip
+    blocks = (k + DEPTH - 1) // DEPTH
+    a_panels = (m + TILE_ROWS - 1) // TILE_ROWS
+    b_panels = (n + TILE_COLS - 1) // TILE_COLS
+    a_pack = np.empty((blocks, a_panels, DEPTH, TILE_ROWS), a.dtype)
+    b_pack = np.empty((blocks, b_panels, DEPTH, TILE_COLS), a.dtype)
+    panels = a_panels + b_panels
+    for task in prange(blocks * panels):  # pack every panel of both, once
+        block, panel = task // panels, task % panels
+        if panel < a_panels:
+            pack_a(a_pack, block, panel, a, a_base, a_row, a_col, m, k)
+        else:
+            pack_b(b_pack, block, panel - a_panels, b, b_base, b_row, b_col, k, n)
+    rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_COLS // TILE_COLS
+    row_tasks = (a_panels + rows_per - 1) // rows_per
+    col_tasks = (b_panels + cols_per - 1) // cols_per
+    for task in prange(row_tasks * col_tasks):
+        i0, j0 = task // col_tasks * rows_per, task % col_tasks * cols_per
+        multiply_block(
+            out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
+            (i0, min(a_panels, i0 + rows_per)), (j0, min(b_panels, j0 + cols_per)),
+        )  # fmt: skip
     # END SOLUTION
 
 
 @njit(cache=True)
+def batch_bases(
+    out: Storage, out_shape: Shape, out_strides: Strides,
+    a_shape: Shape, a_strides: Strides, b_shape: Shape, b_strides: Strides,
+) -> Any:  # fmt: skip
+    """Zero ``out`` and give, for each output matrix of the batch (batch dimensions
+    broadcast), the positions of its ``(0, 0)`` entry in ``out``, ``a`` and ``b``."""
+    dims, a_dims, b_dims = len(out_shape), len(a_shape), len(b_shape)
+    n, p = out_shape[dims - 2], out_shape[dims - 1]
+    out_index = np.zeros(dims, np.int32)
+    a_index = np.zeros(a_dims, np.int32)
+    b_index = np.zeros(b_dims, np.int32)
+    matrices = size_of(out_shape) // (n * p) if n * p > 0 else 0
+    bases = np.empty((matrices, 3), np.int64)
+    whole = len(out) == size_of(out_shape)  # the storage is the output's alone
+    if whole:
+        out[:] = 0.0
+    for batch in range(matrices):
+        to_index(batch * n * p, out_shape, out_index)  # (..., 0, 0)
+        broadcast_index(out_index, out_shape, a_shape, a_index)
+        broadcast_index(out_index, out_shape, b_shape, b_index)
+        bases[batch, 0] = o_base = index_to_position(out_index, out_strides)
+        bases[batch, 1] = index_to_position(a_index, a_strides)
+        bases[batch, 2] = index_to_position(b_index, b_strides)
+        if whole:
+            continue
+        for i in range(n):
+            for j in range(p):
+                out[o_base + i * out_strides[dims - 2] + j * out_strides[dims - 1]] = 0.0
+    return bases
+
+
 def tensor_matrix_multiply_packed(
     out: Storage, out_shape: Shape, out_strides: Strides,
     a_storage: Storage, a_shape: Shape, a_strides: Strides,
     b_storage: Storage, b_shape: Shape, b_strides: Strides,
 ) -> None:  # fmt: skip
     """The batched product of task 2.2's contract (batch dimensions broadcast, any
-    layout), one :func:`gemm` per output matrix."""
-    dims, a_dims, b_dims = len(out_shape), len(a_shape), len(b_shape)
-    n, p = out_shape[dims - 2], out_shape[dims - 1]
-    m = a_shape[a_dims - 1]
-    out_index = np.zeros(dims, np.int32)
-    a_index = np.zeros(a_dims, np.int32)
-    b_index = np.zeros(b_dims, np.int32)
-    matrices = size_of(out_shape) // (n * p) if n * p > 0 else 0
-    for batch in range(matrices):
-        to_index(batch * n * p, out_shape, out_index)  # (..., 0, 0)
-        broadcast_index(out_index, out_shape, a_shape, a_index)
-        broadcast_index(out_index, out_shape, b_shape, b_index)
-        o_base = index_to_position(out_index, out_strides)
-        for i in range(n):
-            for j in range(p):
-                out[o_base + i * out_strides[dims - 2] + j * out_strides[dims - 1]] = 0.0
+    layout), one :func:`gemm` per output matrix. A Python loop, so that each
+    :func:`gemm` runs as compiled on its own: compiled into a caller, Numba links and
+    optimizes it again there, and the micro-kernel came out slower (float32 at 512:
+    145 against 170 GFLOP/s)."""
+    bases = batch_bases(out, out_shape, out_strides, a_shape, a_strides, b_shape, b_strides)
+    n, p, m = out_shape[-2], out_shape[-1], a_shape[-1]
+    for o_base, a_base, b_base in bases.tolist():
         gemm(
-            out, o_base, out_strides[dims - 2], out_strides[dims - 1],
-            a_storage, index_to_position(a_index, a_strides),
-            a_strides[a_dims - 2], a_strides[a_dims - 1],
-            b_storage, index_to_position(b_index, b_strides),
-            b_strides[b_dims - 2], b_strides[b_dims - 1],
+            out, o_base, out_strides[-2], out_strides[-1],
+            a_storage, a_base, a_strides[-2], a_strides[-1],
+            b_storage, b_base, b_strides[-2], b_strides[-1],
             n, p, m,
         )  # fmt: skip
 
