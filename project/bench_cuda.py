@@ -1,6 +1,7 @@
 """Benchmark the stage-3 CUDA backend on a GPU against cuBLAS, a device copy and stage 2.
 
     python -m project.bench_cuda [--repeats 10] [--quick] [--only matmul,elementwise,train]
+                                 [--dtype float64|float32]
     NUMBA_ENABLE_CUDASIM=1 python -m project.bench_cuda --simulator-smoke
 
 Every figure is the median of ``--repeats`` timed calls after warm-up calls (the first
@@ -9,17 +10,21 @@ timed call ends with a synchronize (``cuda.synchronize()``; ``torch.cuda.synchro
 for PyTorch) before the timer stops. Every input is already in GPU memory: no copy
 between host and device is timed. Sections:
 
-* ``matmul``  square float64 products at 256, 512, 1024 and 2048 by task 3.3's kernel,
+Every tensor of ours is float64 unless ``--dtype float32`` (which a laptop's or a hosted
+notebook's GPU runs 32-64 times as fast as float64). Sections:
+
+* ``matmul``  square products at 256, 512, 1024 and 2048 by task 3.3's kernel,
   called through ``CudaOps.matrix_multiply`` (the backend's own launch: blocks of
   (32, 8) threads, the output allocated per call), in GFLOP/s (``2 n^3 / time``),
   against PyTorch's ``torch.matmul`` on the same GPU (cuBLAS) in float32 and float64,
-  measured in the same run. The goal: at least 0.25x cuBLAS float64 at 2048. Without
+  measured in the same run. The goal: at least 0.25x cuBLAS float64 at 2048 (in
+  float64). Without
   PyTorch, or with a PyTorch that sees no GPU, the cuBLAS columns are left out.
 * ``elementwise``  task 3.1's relu (a map) and mul (a zip) on 10**6 and 10**7 entries,
-  in GB/s (bytes read plus bytes written, per second), against a device-to-device copy
-  of as many entries (``cuda.device_array`` + ``copy_to_device``): the rate at which the
-  GPU's memory streams data, which a kernel that reads and writes each entry once
-  cannot beat.
+  in GB/s (bytes read plus bytes written, per second, at the dtype's size), against a
+  device-to-device copy of as many entries (``cuda.device_array`` +
+  ``copy_to_device``): the rate at which the GPU's memory streams data, which a kernel
+  that reads and writes each entry once cannot beat.
 * ``train``  one epoch of the split classifier, 2-100-100-1, 50 points, Adam (the model
   of ``python -m project.train --dataset split --hidden 100``): the cuda backend with
   task 3.4's CudaAdam against the fast CPU backend with FastAdam, the latter timed by
@@ -34,6 +39,7 @@ imported) to show that the code paths work: its output is not a measurement.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import warnings
@@ -43,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from project import bench_fast
 from project.bench_fast import median_time, run_worker
 from project.guard import require_stages
 
@@ -65,6 +72,7 @@ class Plan:
     repeats: int = 10
     warmup: int = 3
     smoke: bool = False
+    dtype: str = "float64"
 
 
 SMOKE = Plan(
@@ -144,15 +152,16 @@ def gpu_time(fn: Callable[[], Any], plan: Plan, sync: Callable[[], Any] | None =
     return median_time(call, plan.repeats)
 
 
-def device_tensor(array: Any) -> Tensor:
-    """A tensor on the cuda backend whose storage is already a device array."""
+def device_tensor(array: Any, dtype: str = "float64") -> Tensor:
+    """A tensor on the cuda backend, in ``dtype``, whose storage is already a device
+    array."""
     from numba import cuda
 
     from module1.tensor import Tensor
     from module1.tensor_data import TensorData
     from module3.cuda_ops import CudaTensorBackend
 
-    values = np.ascontiguousarray(array, dtype=np.float64)
+    values = np.ascontiguousarray(array, dtype=dtype)
     storage = cuda.to_device(values.reshape(-1))
     return Tensor(TensorData(storage, values.shape), backend=CudaTensorBackend)
 
@@ -194,9 +203,13 @@ def bench_matmul(plan: Plan) -> tuple[list[str], Rows, list[str]]:
     rng = np.random.default_rng(0)
     rows: Rows = []
     for n in plan.matmul_sizes:
-        a, b = rng.random((n, n)), rng.random((n, n))
-        ta, tb = device_tensor(a), device_tensor(b)
-        if not np.allclose(CudaOps.matrix_multiply(ta, tb).to_numpy(), a @ b):
+        a, b = rng.random((n, n)).astype(plan.dtype), rng.random((n, n)).astype(plan.dtype)
+        ta, tb = device_tensor(a, plan.dtype), device_tensor(b, plan.dtype)
+        rtol, atol = (1e-4, 1e-4 * n) if plan.dtype == "float32" else (1e-5, 1e-8)
+        product = CudaOps.matrix_multiply(ta, tb)
+        if product.dtype != np.dtype(plan.dtype):
+            raise AssertionError(f"task 3.3's matmul gave {product.dtype} for {plan.dtype}")
+        if not np.allclose(product.to_numpy(), a @ b, rtol, atol):
             raise AssertionError(f"task 3.3's matmul at n = {n} disagrees with NumPy")
         flop = 2.0 * n**3
         ours = flop / gpu_time(lambda: CudaOps.matrix_multiply(ta, tb), plan) / 1e9  # noqa: B023
@@ -228,21 +241,23 @@ def bench_elementwise(plan: Plan) -> tuple[list[str], Rows, list[str]]:
     rng = np.random.default_rng(0)
     rows: Rows = []
     for size in plan.element_sizes:
-        x_host, y_host = rng.random(size) - 0.5, rng.random(size)
-        x, y = device_tensor(x_host), device_tensor(y_host)
+        x_host = (rng.random(size) - 0.5).astype(plan.dtype)
+        y_host = rng.random(size).astype(plan.dtype)
+        x, y = device_tensor(x_host, plan.dtype), device_tensor(y_host, plan.dtype)
         if not np.array_equal(backend.relu_map(x).to_numpy(), np.maximum(x_host, 0.0)):
             raise AssertionError(f"relu of {size} entries disagrees with NumPy")
         if not np.array_equal(backend.mul_zip(x, y).to_numpy(), x_host * y_host):
             raise AssertionError(f"mul of {size} entries disagrees with NumPy")
         source = x._tensor._storage
         copy = gpu_time(
-            lambda: cuda.device_array(size, dtype=np.float64).copy_to_device(source),  # noqa: B023
+            lambda: cuda.device_array(size, dtype=plan.dtype).copy_to_device(source),  # noqa: B023
             plan,
         )
-        copy_rate = 16 * size / copy / 1e9  # one read and one write of 8 bytes per entry
+        item = np.dtype(plan.dtype).itemsize
+        copy_rate = 2 * item * size / copy / 1e9  # one read and one write per entry
         cases: list[tuple[str, Callable[[], Any], int]] = [
-            ("map relu", lambda: backend.relu_map(x), 16),  # noqa: B023
-            ("zip mul", lambda: backend.mul_zip(x, y), 24),  # noqa: B023
+            ("map relu", lambda: backend.relu_map(x), 2 * item),  # noqa: B023
+            ("zip mul", lambda: backend.mul_zip(x, y), 3 * item),  # noqa: B023
         ]
         for name, fn, bytes_per_entry in cases:
             seconds = gpu_time(fn, plan)
@@ -257,7 +272,11 @@ def bench_elementwise(plan: Plan) -> tuple[list[str], Rows, list[str]]:
                     f"{speed / copy_rate:.2f}x",
                 ]
             )
-    notes = ["bytes per entry: relu 16 (read 8, write 8), mul 24, the copy 16"]
+    item = np.dtype(plan.dtype).itemsize
+    notes = [
+        f"{plan.dtype}; bytes per entry: relu {2 * item} (read {item}, write {item}), "
+        f"mul {3 * item}, the copy {2 * item}"
+    ]
     return columns, rows, notes
 
 
@@ -266,7 +285,9 @@ def cuda_epoch(plan: Plan) -> float:
     from module0.datasets import load_dataset
     from project.train import TENSOR_BACKENDS, Config, TensorTrainer, make_optimizer
 
-    config = Config(backend="cuda", dataset="split", points=plan.points, hidden=plan.hidden)
+    config = Config(
+        backend="cuda", dataset="split", points=plan.points, hidden=plan.hidden, dtype=plan.dtype
+    )
     data = load_dataset(config.dataset, config.points, config.seed)
     trainer = TensorTrainer(config, data, TENSOR_BACKENDS["cuda"])
     optimizer = make_optimizer(config, trainer.model)
@@ -277,20 +298,22 @@ def bench_train(plan: Plan) -> tuple[list[str], Rows, list[str]]:
     columns = ["backend", "optimizer", "ms per epoch", "vs fast"]
     cuda_ms = cuda_epoch(plan) * 1e3
     args = ["train", "fast", str(plan.repeats), str(plan.points), str(plan.hidden)]
+    bench_fast.DTYPE = plan.dtype  # the worker's --dtype
     fast = run_worker(args)
     fast_ms = fast["epoch"] * 1e3 if fast else None
     rows = [["cuda", "CudaAdam", f"{cuda_ms:.2f}", f"{cuda_ms / fast_ms:.2f}x" if fast_ms else "-"]]
     if fast_ms is not None:
         rows.append(["fast (CPU)", "FastAdam", f"{fast_ms:.2f}", "1.00x"])
     notes = [
-        f"split, 2-{plan.hidden}-{plan.hidden}-1, {plan.points} points, Adam; the fast "
-        f"backend in its own process on {os.cpu_count()} CPUs; above 1x: the GPU is slower"
+        f"split, 2-{plan.hidden}-{plan.hidden}-1, {plan.points} points, Adam, "
+        f"{plan.dtype}; the fast backend in its own process on {os.cpu_count()} CPUs; "
+        "above 1x: the GPU is slower"
     ]
     return columns, rows, notes
 
 
 BENCHES: dict[str, tuple[str, Callable[[Plan], tuple[list[str], Rows, list[str]]]]] = {
-    "matmul": ("matmul, GFLOP/s (2 n^3 / time), float64 unless marked", bench_matmul),
+    "matmul": ("matmul, GFLOP/s (2 n^3 / time); cuBLAS in the dtype marked", bench_matmul),
     "elementwise": ("map / zip on device-resident tensors, GB/s", bench_elementwise),
     "train": ("one training epoch", bench_train),
 }
@@ -306,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="run every section once, tiny, on the CUDA simulator (no timings)",
     )
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                    help="our tensors' dtype (float64)")  # fmt: skip
     ns = ap.parse_args(argv)
     require_stages(0, 1, 2, 3)
     sections = [s.strip() for s in ns.only.split(",") if s.strip()]
@@ -332,18 +357,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 markup=False,
             )
             return NO_GPU
-        plan = SMOKE
+        plan = dataclasses.replace(SMOKE, dtype=ns.dtype)
     else:
         problem = gpu_problem()
         if problem is not None:
             Console(stderr=True).print(f"bench_cuda: {problem}", markup=False, highlight=False)
             return NO_GPU
-        plan = Plan(repeats=ns.repeats)
+        plan = Plan(repeats=ns.repeats, dtype=ns.dtype)
         if ns.quick:
-            plan = Plan(
-                matmul_sizes=plan.matmul_sizes[:3],
-                element_sizes=plan.element_sizes[:1],
-                repeats=ns.repeats,
+            plan = dataclasses.replace(
+                plan, matmul_sizes=plan.matmul_sizes[:3], element_sizes=plan.element_sizes[:1]
             )
     smoke_label = "SIMULATOR SMOKE RUN: not a measurement"
     if plan.smoke:
@@ -354,7 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     calls = "call" if plan.repeats == 1 else "calls"
     console.print(
         f"[bold]bench_cuda[/] on {device_name()}: median of {plan.repeats} timed "
-        f"{calls} after {plan.warmup} untimed, each synchronized; inputs in GPU memory"
+        f"{calls} after {plan.warmup} untimed, each synchronized; inputs in GPU memory; "
+        f"{plan.dtype}"
     )
     for section in sections:
         title, bench = BENCHES[section]
