@@ -13,6 +13,7 @@ loop (never recursion), so a chain of any length backpropagates.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -198,34 +199,34 @@ class Variable:
 
 # ## Task 0.5: topological sort and backpropagation
 
+_unique_id = operator.attrgetter("unique_id")
+
 
 def topological_sort(variable: Variable) -> list[Variable]:
     """Every non-constant Variable ``variable`` depends on, ``variable`` first.
 
     Each Variable comes before all of its inputs, so when backpropagation reaches a
-    Variable every use of it has already contributed to its derivative. Iterative
-    depth-first search: no recursion, so any depth is fine.
+    Variable every use of it has already contributed to its derivative. Write it
+    without recursion (a depth-first search with a stack, say), so any depth is fine.
     """
     # BEGIN SOLUTION 0.5
-    order: list[Variable] = []
-    seen: set[int] = set()
-    stack: list[tuple[Variable, bool]] = [(variable, False)]
-    while stack:
-        var, inputs_done = stack.pop()
-        if inputs_done:
-            order.append(var)
-            continue
-        if var.unique_id in seen or not var.requires_grad:
-            continue
-        seen.add(var.unique_id)
-        stack.append((var, True))
+    # Gather what ``variable`` depends on, then order it by unique_id, newest first: an
+    # operation's result is always made after its inputs, so it has the larger id, and
+    # the sort (in C) is a valid order without the bookkeeping of a post-order walk.
+    found: list[Variable] = [variable] if variable.requires_grad else []
+    seen = {variable.unique_id}
+    for var in found:  # the loop also visits what it appends: a breadth-first walk
         history = var.history
-        if history is not None:
-            for parent in history.inputs:
-                if parent.requires_grad and parent.unique_id not in seen:
-                    stack.append((parent, False))
-    order.reverse()
-    return order
+        if history is None:
+            continue
+        for parent in history.inputs:
+            if parent.requires_grad:
+                key = parent.unique_id
+                if key not in seen:
+                    seen.add(key)
+                    found.append(parent)
+    found.sort(key=_unique_id, reverse=True)
+    return found
     # END SOLUTION
 
 
@@ -241,18 +242,28 @@ def backpropagate(variable: Variable, deriv: Any, retain_graph: bool = False) ->
     """
     # BEGIN SOLUTION 0.5
     derivs: dict[int, Any] = {variable.unique_id: deriv}
+    plain = Variable.chain_rule
     for var in topological_sort(variable):
         d = derivs.pop(var.unique_id)
         history = var.history
         if history is None:
             var.accumulate_derivative(d)
             continue
-        for parent, grad in var.chain_rule(d):
+        if type(var).chain_rule is plain:  # chain_rule's steps inline: the hot path
+            grads = history.last_fn.backward(history, d)
+            if type(grads) is not tuple:
+                grads = (grads,)
+            steps: Any = zip(history.inputs, grads, strict=True)
+        else:
+            steps = var.chain_rule(d)
+        for parent, grad in steps:
+            if not parent.requires_grad:
+                continue
             key = parent.unique_id
             if key in derivs:
                 derivs[key] = derivs[key] + grad
             else:
                 derivs[key] = grad
         if not retain_graph:
-            history.release()
+            history.saved_values = _RELEASED  # Context.release, inline
     # END SOLUTION

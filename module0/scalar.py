@@ -175,34 +175,52 @@ class ScalarFunction:
 
     @classmethod
     def apply(cls, *vals: ScalarLike) -> Scalar:
-        """Run ``forward`` on the values of ``vals`` and wrap the result in a Scalar."""
-        inputs: list[Scalar] = []
-        raw: list[float] = []
+        """Run ``forward`` on the values of ``vals`` and wrap the result in a Scalar.
+
+        The engine's hot path, one call per operation: written for the usual case (one
+        or two Scalars), with numbers turned into constants by :meth:`_scalars`."""
         need_grad = False
         for v in vals:
-            if isinstance(v, Scalar):
-                if v.requires_grad:
-                    need_grad = True
-            elif isinstance(v, Real):
-                v = Scalar(v, requires_grad=False)
-            else:
-                raise TypeError(
-                    f"{cls.__name__} takes Scalars or numbers, got {type(v).__name__}: {v!r}"
-                )
-            inputs.append(v)
-            raw.append(v.data)
+            if type(v) is not Scalar:
+                vals = cls._scalars(vals)
+                need_grad = any(v.requires_grad for v in vals)
+                break
+            if v.requires_grad:
+                need_grad = True
+        inputs: tuple[Scalar, ...] = vals  # type: ignore[assignment]
+        if len(inputs) == 2:
+            raw: tuple[float, ...] = (inputs[0].data, inputs[1].data)
+        elif len(inputs) == 1:
+            raw = (inputs[0].data,)
+        else:
+            raw = tuple(v.data for v in inputs)
         if need_grad and grad_mode.enabled:
-            ctx = Context(cls, tuple(inputs))
+            ctx = Context(cls, inputs)
             out = cls.forward(ctx, *raw)
-            if isinstance(out, float):
+            if type(out) is float or isinstance(out, float):
                 return Scalar(out, ctx)
         else:
             out = cls.forward(Context(cls), *raw)
-            if isinstance(out, float):
+            if type(out) is float or isinstance(out, float):
                 return Scalar(out, requires_grad=False)
         raise ForwardTypeError(
             f"{cls.__name__}.forward must return a float, but returned {type(out).__name__} {out!r}"
         )
+
+    @classmethod
+    def _scalars(cls, vals: tuple[ScalarLike, ...]) -> tuple[Scalar, ...]:
+        """``vals`` with numbers made constants; a TypeError names anything else."""
+        out = []
+        for v in vals:
+            if isinstance(v, Scalar):
+                out.append(v)
+            elif isinstance(v, Real):
+                out.append(Scalar(v, requires_grad=False))
+            else:
+                raise TypeError(
+                    f"{cls.__name__} takes Scalars or numbers, got {type(v).__name__}: {v!r}"
+                )
+        return tuple(out)
 
 
 class Add(ScalarFunction):
