@@ -265,5 +265,5 @@ def backpropagate(variable: Variable, deriv: Any, retain_graph: bool = False) ->
             else:
                 derivs[key] = grad
         if not retain_graph:
-            history.saved_values = _RELEASED  # Context.release, inline
+            history.release()
     # END SOLUTION

@@ -197,11 +197,11 @@ class ScalarFunction:
         if need_grad and grad_mode.enabled:
             ctx = Context(cls, inputs)
             out = cls.forward(ctx, *raw)
-            if type(out) is float or isinstance(out, float):
+            if isinstance(out, float):
                 return Scalar(out, ctx)
         else:
             out = cls.forward(Context(cls), *raw)
-            if type(out) is float or isinstance(out, float):
+            if isinstance(out, float):
                 return Scalar(out, requires_grad=False)
         raise ForwardTypeError(
             f"{cls.__name__}.forward must return a float, but returned {type(out).__name__} {out!r}"
