@@ -225,7 +225,7 @@ def _reach_targets(tasks: tuple[Task, ...]) -> dict[types.CodeType, set[str]]:
     A plain Python function reaches itself. A Numba dispatcher runs no Python frame, so
     it counts as reached when a Python function of its stage whose code names it runs
     (the given wrapper that launches the kernel), and a dispatcher reaches those its own
-    Python source names (``gemm`` -> ``micro_kernel``)."""
+    Python source names (``gemm`` -> ``pack_a``)."""
     import importlib
 
     codes: dict[types.CodeType, set[str]] = {}

@@ -10,6 +10,7 @@ from module1 import __all__ as _stage1
 from module2 import tuning
 
 tuning.vectorize_straight_line_code()  # before any kernel compiles: see module2/tuning.py
+tuning.optimise_at_level_2()
 tuning.keep_freed_memory()
 
 from module2.fast_ops import FastOps, FastTensorBackend  # noqa: E402

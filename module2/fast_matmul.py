@@ -30,54 +30,6 @@ FASTMATH = {"contract", "reassoc"}
 
 
 # BEGIN SOLUTION 2.3 omit
-# A dot-product micro-kernel: a 4 x 4 block of dot products along k per call, its 16
-# sums loop-carried scalars that LLVM's loop vectorizer keeps in vector registers
-# (with reassociation allowed). The reference's gemm used it until the rank-1 kernel
-# below (the README's "Task 2.3" compares them); stage 4's convolutions still do.
-
-
-@njit(inline="always", fastmath=FASTMATH)
-def micro_kernel(
-    a_pack: Storage, i: int, bt_pack: Storage, j: int, kc: int,
-    out: Storage, o_offset: int, o_row: int, o_col: int, mr: int, nr: int,
-) -> None:  # fmt: skip
-    """``out[:mr, :nr] += a_pack[i:i+4, :kc] @ bt_pack[j:j+4, :kc].T`` for packed 2-D
-    ``a_pack`` (rows of ``a``) and ``bt_pack`` (columns of ``b``): element ``(r, q)``
-    of the output block is at ``o_offset + r * o_row + q * o_col``. Only the first
-    ``mr`` rows and ``nr`` columns are written (the edge of the matrix)."""
-    a0, a1, a2, a3 = a_pack[i], a_pack[i + 1], a_pack[i + 2], a_pack[i + 3]
-    b0, b1, b2, b3 = bt_pack[j], bt_pack[j + 1], bt_pack[j + 2], bt_pack[j + 3]
-    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = 0.0
-    s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = 0.0
-    for p in range(kc):
-        x0, x1, x2, x3 = a0[p], a1[p], a2[p], a3[p]
-        y0, y1, y2, y3 = b0[p], b1[p], b2[p], b3[p]
-        s00 += x0 * y0
-        s01 += x0 * y1
-        s02 += x0 * y2
-        s03 += x0 * y3
-        s10 += x1 * y0
-        s11 += x1 * y1
-        s12 += x1 * y2
-        s13 += x1 * y3
-        s20 += x2 * y0
-        s21 += x2 * y1
-        s22 += x2 * y2
-        s23 += x2 * y3
-        s30 += x3 * y0
-        s31 += x3 * y1
-        s32 += x3 * y2
-        s33 += x3 * y3
-    block = (s00, s01, s02, s03, s10, s11, s12, s13, s20, s21, s22, s23, s30, s31, s32, s33)
-    for r in range(mr):
-        for q in range(nr):
-            out[o_offset + r * o_row + q * o_col] += block[4 * r + q]
-
-
-# END SOLUTION
-
-
-# BEGIN SOLUTION 2.3 omit
 # The reference's gemm is laid out as BLAS libraries are (the README's "Task 2.3"):
 # both operands packed into micro-panels, then blocks of the output in parallel, each
 # computed by a micro-kernel that keeps a 6 x 16 tile of the output in registers

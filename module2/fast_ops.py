@@ -483,22 +483,68 @@ def map_chunk(
             out[o + j * out_step] = unary(op, in_storage[i + j * in_step])
 
 
+@njit(inline="always")
+def run_step(shape: Shape, strides: Strides, dims: int, dim: int, run: int) -> int:
+    """How a tensor broadcast to a ``dims``-dimensional output moves along output
+    dimension ``dim``, inside a run of ``run`` entries: 0 (broadcast there), 1 (its
+    stride there is ``run``: it moves on contiguously), or 2 (anything else)."""
+    own = dim - (dims - len(shape))
+    if own < 0 or shape[own] == 1:
+        return 0
+    return 1 if strides[own] == run else 2
+
+
+@njit
+def zip_run(
+    out_shape: Shape, out_strides: Strides,
+    a_shape: Shape, a_strides: Strides, b_shape: Shape, b_strides: Strides,
+) -> tuple[int, int, int, int]:  # fmt: skip
+    """``(n, out_step, a_step, b_step)``: the row of :func:`zip_chunk` (``n`` output
+    entries whose storage positions move by a fixed step each). The trailing dimensions
+    over which the output is contiguous and each input is either contiguous too or
+    broadcast (a bias over ``(..., channels, height, width)``, say) merge into one row;
+    otherwise a row is the last dimension, at any steps."""
+    dims = len(out_shape)
+    n, a_mode, b_mode = 1, -1, -1
+    for dim in range(dims - 1, -1, -1):
+        size = out_shape[dim]
+        if size == 1:
+            continue
+        if out_strides[dim] != n:
+            break
+        a = run_step(a_shape, a_strides, dims, dim, n)
+        b = run_step(b_shape, b_strides, dims, dim, n)
+        if a == 2 or b == 2 or (a_mode >= 0 and a != a_mode) or (b_mode >= 0 and b != b_mode):
+            break
+        a_mode, b_mode, n = a, b, n * size
+    if n > 1:
+        return n, 1, a_mode, b_mode
+    return (
+        row_length(out_shape), row_step(out_shape, out_strides),
+        row_step(a_shape, a_strides), row_step(b_shape, b_strides),
+    )  # fmt: skip
+
+
 @njit
 def zip_chunk(
     op: int,
     out: Storage, out_shape: Shape, out_strides: Strides,
     a_storage: Storage, a_shape: Shape, a_strides: Strides,
-    b_storage: Storage, b_shape: Shape, b_strides: Strides, start: int, stop: int,
+    b_storage: Storage, b_shape: Shape, b_strides: Strides,
+    run: tuple[int, int, int, int], start: int, stop: int,
 ) -> None:  # fmt: skip
     """The general path of :func:`tensor_zip_kernel` for the output rows
-    ``start:stop``, like :func:`map_chunk`."""
-    n = row_length(out_shape)
-    out_step = row_step(out_shape, out_strides)
-    a_step = row_step(a_shape, a_strides)
-    b_step = row_step(b_shape, b_strides)
+    ``start:stop``, rows as :func:`zip_run` gives them (``run``), like
+    :func:`map_chunk`. A row whose steps are all 0 or 1 goes through
+    :func:`binary_loop` (vectorized), a broadcast input's value copied along a row
+    buffer first."""
+    n, out_step, a_step, b_step = run
     out_index = np.empty(len(out_shape), np.int32)
     a_index = np.empty(len(a_shape), np.int32)
     b_index = np.empty(len(b_shape), np.int32)
+    unit = out_step == 1 and a_step <= 1 and b_step <= 1
+    a_row = np.empty(n if unit and a_step == 0 else 0, a_storage.dtype)
+    b_row = np.empty(n if unit and b_step == 0 else 0, b_storage.dtype)
     for row in range(start, stop):
         to_index(row * n, out_shape, out_index)
         broadcast_index(out_index, out_shape, a_shape, a_index)
@@ -506,6 +552,17 @@ def zip_chunk(
         o = index_to_position(out_index, out_strides)
         pa = index_to_position(a_index, a_strides)
         pb = index_to_position(b_index, b_strides)
+        if unit:
+            x = a_storage[pa : pa + n]
+            if a_step == 0:
+                a_row[:] = a_storage[pa]
+                x = a_row
+            y = b_storage[pb : pb + n]
+            if b_step == 0:
+                b_row[:] = b_storage[pb]
+                y = b_row
+            binary_loop(op, out[o : o + n], x, y)
+            continue
         for j in range(n):
             value = binary(op, a_storage[pa + j * a_step], b_storage[pb + j * b_step])
             out[o + j * out_step] = value
@@ -578,19 +635,20 @@ def tensor_zip_kernel(
         return
     if size == 0:
         return
-    rows = size // row_length(out_shape)
+    run = zip_run(out_shape, out_strides, a_shape, a_strides, b_shape, b_strides)
+    rows = size // run[0]
     if size < PARALLEL_MIN:
         zip_chunk(
             op, out, out_shape, out_strides, a_storage, a_shape, a_strides,
-            b_storage, b_shape, b_strides, 0, rows,
+            b_storage, b_shape, b_strides, run, 0, rows,
         )  # fmt: skip
         return
-    per_chunk = max(1, CHUNK // row_length(out_shape))
+    per_chunk = max(1, CHUNK // run[0])
     for chunk in prange((rows + per_chunk - 1) // per_chunk):
         lo, hi = chunk * per_chunk, min(rows, (chunk + 1) * per_chunk)
         zip_chunk(
             op, out, out_shape, out_strides, a_storage, a_shape, a_strides,
-            b_storage, b_shape, b_strides, lo, hi,
+            b_storage, b_shape, b_strides, run, lo, hi,
         )  # fmt: skip
     # END SOLUTION
 
@@ -858,15 +916,17 @@ def tensor_matrix_multiply_kernel(
 
 # ## The backend
 
-PACKED_MIN_MULTIPLY_ADDS = 64**3
-"""Products of at least this many multiply-adds per matrix, and no side under
+PACKED_MIN_MULTIPLY_ADDS = 1 << 16
+"""Products of at least this many multiply-adds per matrix (40^3), and no side under
 :data:`PACKED_MIN_SIDE`, use task 2.3's packed kernel (``module2/fast_matmul.py``);
-smaller or thinner ones, where packing costs more than it saves, use task 2.2's."""
+smaller or thinner ones, where a call of it costs more than it saves (about 6 us
+before any arithmetic), use task 2.2's."""
 
-PACKED_MIN_SIDE = 64
-"""Below it task 2.2's kernel wins: a thin product (50 x 100 @ 100 x 100, an MLP
-layer's) took 84 us packed and 48 us with task 2.2's kernel; at 64 x 64 @ 64 x 64,
-20 us packed and 28 us (the reference's gemm, 2-core AMD EPYC)."""
+PACKED_MIN_SIDE = 16
+"""Below it task 2.2's kernel wins. Measured with the reference's gemm (2-core AMD
+EPYC, microseconds, task 2.2 / gemm): 8 x 100 @ 100 x 100 9.8 / 19.8; 32 x 32 @ 32 x 32
+10.0 / 9.5; 50 x 100 @ 100 x 100 56 / 40; the MNIST CNN's 32 x 784 @ 784 x 64 float32
+113 / 56; 100 x 100 @ 100 x 100 float32 102 / 50."""
 
 
 def compile_stage1(kernel: Callable[..., None]) -> Any:

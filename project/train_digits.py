@@ -23,6 +23,7 @@ from module1.tensor import Tensor, from_numpy
 from module2.fast_ops import FastTensorBackend
 from module4.layers import Flatten, MaxPool2d, ReLU, Sequential
 from module4.models import DigitCNN
+from project import warm_cache
 from project.cnn_train import Split, add_run_args, config_from, run_gated
 from project.digits_data import digits_split
 from project.guard import require_stages
@@ -45,19 +46,23 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     require_stages(0, 1, 2, 4)
-    console = Console(soft_wrap=True)
-    x_train, y_train, x_test, y_test = digits_split()
-    model = DigitCNN(size=8, seed=args.seed)
-    console.print(model_summary(model))
-    return run_gated(
-        model,
-        model.conv1.weight,
-        Split(x_train, y_train),
-        Split(x_test, y_test),
-        config_from(args, "digits", args.gate),
-        images_to_input,
-        console,
-    )
+    warmer = warm_cache.start(args.dtype)  # compiles the kernels from the other end
+    try:
+        console = Console(soft_wrap=True)
+        x_train, y_train, x_test, y_test = digits_split()
+        model = DigitCNN(size=8, seed=args.seed)
+        console.print(model_summary(model))
+        return run_gated(
+            model,
+            model.conv1.weight,
+            Split(x_train, y_train),
+            Split(x_test, y_test),
+            config_from(args, "digits", args.gate),
+            images_to_input,
+            console,
+        )
+    finally:
+        warm_cache.stop(warmer)
 
 
 def model_summary(model: DigitCNN) -> str:

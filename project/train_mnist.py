@@ -26,6 +26,7 @@ from pathlib import Path
 from rich.console import Console
 
 from module4.models import DigitCNN
+from project import warm_cache
 from project.cnn_train import Split, add_run_args, config_from, run_gated
 from project.guard import require_stages
 from project.idx import IdxError, MnistMissingError, load_mnist
@@ -52,34 +53,38 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     require_stages(0, 1, 2, 4)
-    console = Console(soft_wrap=True)
+    warmer = warm_cache.start(args.dtype)  # compiles the kernels from the other end
     try:
-        sets = load_mnist(args.data_dir, download=args.download)
-    except (MnistMissingError, IdxError, OSError) as error:
-        console.print(f"[red]error:[/] {error}")
-        return 2
-    if "train" in sets:
-        (x_train, y_train), (x_test, y_test) = sets["train"], sets["test"]
-        x_train, y_train = x_train[: args.train_size], y_train[: args.train_size]
-        console.print(f"MNIST: first {len(y_train)} training images, {len(y_test)} test images")
-    else:
-        x, y = sets["test"]
-        cut = T10K_TRAIN if len(y) > T10K_TRAIN else len(y) * 4 // 5
-        x_train, y_train, x_test, y_test = x[:cut], y[:cut], x[cut:], y[cut:]
-        console.print(
-            f"MNIST: only the t10k files were found; training on its first {len(y_train)} "
-            f"images, testing on the last {len(y_test)}"
+        console = Console(soft_wrap=True)
+        try:
+            sets = load_mnist(args.data_dir, download=args.download)
+        except (MnistMissingError, IdxError, OSError) as error:
+            console.print(f"[red]error:[/] {error}")
+            return 2
+        if "train" in sets:
+            (x_train, y_train), (x_test, y_test) = sets["train"], sets["test"]
+            x_train, y_train = x_train[: args.train_size], y_train[: args.train_size]
+            console.print(f"MNIST: first {len(y_train)} training images, {len(y_test)} test images")
+        else:
+            x, y = sets["test"]
+            cut = T10K_TRAIN if len(y) > T10K_TRAIN else len(y) * 4 // 5
+            x_train, y_train, x_test, y_test = x[:cut], y[:cut], x[cut:], y[cut:]
+            console.print(
+                f"MNIST: only the t10k files were found; training on its first {len(y_train)} "
+                f"images, testing on the last {len(y_test)}"
+            )
+        model = DigitCNN(size=28, channels=tuple(args.channels), seed=args.seed)
+        return run_gated(
+            model,
+            model.conv1.weight,
+            Split(x_train, y_train),
+            Split(x_test, y_test),
+            config_from(args, "mnist", args.gate),
+            images_to_input,
+            console,
         )
-    model = DigitCNN(size=28, channels=tuple(args.channels), seed=args.seed)
-    return run_gated(
-        model,
-        model.conv1.weight,
-        Split(x_train, y_train),
-        Split(x_test, y_test),
-        config_from(args, "mnist", args.gate),
-        images_to_input,
-        console,
-    )
+    finally:
+        warm_cache.stop(warmer)
 
 
 if __name__ == "__main__":

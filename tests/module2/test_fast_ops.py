@@ -653,7 +653,10 @@ def test_large_maps_write_every_entry(code: int, oracle: Callable[[Array], Array
 def test_large_zips_write_every_entry(code: int, oracle: Callable[[Array, Array], Array]) -> None:
     rng = np.random.default_rng(code)
     cases: list[tuple[Shape, Shape]] = [((LONG,), (LONG,)), (BIG, BIG), (BIG, (BIG[1],)),
-                                        ((BIG[0], 1), BIG), ((3, 1, 2003), (7, 1))]  # fmt: skip
+                                        ((BIG[0], 1), BIG), ((3, 1, 2003), (7, 1)),
+                                        # a bias over channels, both ways round
+                                        ((5, 7, 31, 37), (1, 7, 1, 1)),
+                                        ((7, 1, 1), (5, 7, 31, 37))]  # fmt: skip
     for a_shape, b_shape in cases:
         out_shape = tuple(np.broadcast_shapes(a_shape, b_shape))
         x, y = rng.uniform(-3.0, 3.0, size=a_shape), rng.uniform(-3.0, 3.0, size=b_shape)
