@@ -46,6 +46,9 @@ BLOCK_ROWS, BLOCK_COLS = 48, 128
 by 128 columns (8 panels of ``b``) of the output. Small enough that a 256 x 256 product
 makes 12 tasks, so two threads share them evenly (at 96 x 256 it made 3, and one
 thread did two: 60 against 77 GFLOP/s); larger blocks measured no faster at 1024."""
+SERIAL_MAX = 1 << 20
+"""Products of fewer multiply-adds run on the calling thread: waking the thread pool
+twice cost more than the second core saved."""
 RANK1_FASTMATH = {"contract"}
 """Fused multiply-adds but no reassociation: with ``reassoc`` LLVM's loop vectorizer
 turns the 96 running sums into 96 reductions along ``k`` instead."""
@@ -193,15 +196,25 @@ def gemm(
     a_pack = np.empty((blocks, a_panels, DEPTH, TILE_ROWS), a.dtype)
     b_pack = np.empty((blocks, b_panels, DEPTH, TILE_COLS), a.dtype)
     panels = a_panels + b_panels
+    rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_COLS // TILE_COLS
+    row_tasks = (a_panels + rows_per - 1) // rows_per
+    col_tasks = (b_panels + cols_per - 1) // cols_per
+    if m * n * k < SERIAL_MAX:  # the same steps on this thread
+        for task in range(blocks * panels):
+            block, panel = task // panels, task % panels
+            if panel < a_panels:
+                pack_a(a_pack, block, panel, a, a_base, a_row, a_col, m, k)
+            else:
+                pack_b(b_pack, block, panel - a_panels, b, b_base, b_row, b_col, k, n)
+        multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
+                       (0, a_panels), (0, b_panels))  # fmt: skip
+        return
     for task in prange(blocks * panels):  # pack every panel of both, once
         block, panel = task // panels, task % panels
         if panel < a_panels:
             pack_a(a_pack, block, panel, a, a_base, a_row, a_col, m, k)
         else:
             pack_b(b_pack, block, panel - a_panels, b, b_base, b_row, b_col, k, n)
-    rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_COLS // TILE_COLS
-    row_tasks = (a_panels + rows_per - 1) // rows_per
-    col_tasks = (b_panels + cols_per - 1) // cols_per
     for task in prange(row_tasks * col_tasks):
         i0, j0 = task // col_tasks * rows_per, task % col_tasks * cols_per
         multiply_block(
