@@ -67,7 +67,8 @@ class Function:
     """A differentiable tensor operation.
 
     Subclasses define ``forward(ctx, *args) -> Tensor`` and ``backward(ctx, d_output)``,
-    which returns one gradient per *tensor* argument (a lone Tensor for one). Arguments
+    which returns one gradient per *tensor* argument (a lone Tensor for one; None for an
+    input that requires no gradient, which ``chain_rule`` leaves out anyway). Arguments
     that are not tensors (a dimension, a shape, an exponent) are passed to ``forward``
     as they are and get no gradient.
     """
@@ -500,11 +501,17 @@ class MatMul(Function):
         # END SOLUTION
 
     @staticmethod
-    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor | None, Tensor | None]:
         # BEGIN SOLUTION 1.4
         a, b = ctx.saved_values
         f = d.backend
-        return f.matrix_multiply(d, _swap_last(b)), f.matrix_multiply(_swap_last(a), d)
+        # Only the products whose gradient is wanted (as PyTorch's needs_input_grad):
+        # chain_rule leaves constants out, and an MLP's first layer multiplies its data.
+        want_a, want_b = [t.requires_grad for t in ctx.inputs] or (True, True)
+        return (
+            f.matrix_multiply(d, _swap_last(b)) if want_a else None,
+            f.matrix_multiply(_swap_last(a), d) if want_b else None,
+        )
         # END SOLUTION
 
 
