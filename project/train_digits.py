@@ -51,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         console = Console(soft_wrap=True)
         x_train, y_train, x_test, y_test = digits_split()
         model = DigitCNN(size=8, seed=args.seed)
+        model.to(args.dtype)  # the summary runs in it
         console.print(model_summary(model))
         return run_gated(
             model,
