@@ -116,19 +116,26 @@ def cached(dispatcher: Any, dtype: str) -> bool:
         return False
 
 
+def on_disk(dispatcher: Any) -> bool:
+    """Whether ``dispatcher`` keeps what it compiles in Numba's disk cache
+    (``cache=True``): compiling one without it in another process saves the job nothing."""
+    cache = getattr(dispatcher, "_cache", None)
+    return cache is not None and type(cache).__name__ != "NullCache"
+
+
 def start(dtype: str = "float64") -> subprocess.Popen[bytes] | None:
     """Start ``python -m project.warm_cache --dtype dtype`` in the background (output
     discarded). None, starting nothing, where every kernel is cached already (a process
-    that only loaded them cost a warm run about a second), it cannot start,
-    ``MINITORCH_WARM_CACHE=0``, or under pytest (tests call the scripts in-process, and
-    a suite's workers have the cores already)."""
+    that only loaded them cost a warm run about a second) or not cacheable, where it
+    cannot start, with ``MINITORCH_WARM_CACHE=0``, or under pytest (tests call the
+    scripts in-process, and a suite's workers have the cores already)."""
     if os.environ.get("MINITORCH_WARM_CACHE") == "0" or "PYTEST_CURRENT_TEST" in os.environ:
         return None
     try:
         kernels = [dispatcher for _, _, dispatcher in steps(dtype)]
     except Exception:  # e.g. a stage not importable: the job reports it
         return None
-    if all(cached(kernel, dtype) for kernel in kernels):
+    if all(cached(kernel, dtype) or not on_disk(kernel) for kernel in kernels):
         return None
     try:
         return subprocess.Popen(

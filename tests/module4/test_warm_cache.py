@@ -52,6 +52,9 @@ def test_cached_is_false_without_a_disk_cache() -> None:
 
     plain(1.0)
     assert warm_cache.cached(plain, "float64") is False
+    assert warm_cache.on_disk(plain) is False
+    _, _, kernel = warm_cache.steps("float64")[0]
+    assert warm_cache.on_disk(kernel) is True  # adam_update: cache=True
 
 
 def test_start_starts_nothing_under_pytest_or_when_switched_off(
