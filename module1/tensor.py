@@ -144,14 +144,15 @@ class Tensor(Variable):
     def __setitem__(self, key: int | Sequence[int], value: float) -> None:
         self._tensor.set(self._key(key), float(value))
 
-    def to_numpy(self) -> npt.NDArray[np.float64]:
-        """A NumPy copy of the values, in this tensor's shape and dtype."""
+    def to_numpy(self, dtype: Any = None) -> npt.NDArray[np.float64]:
+        """A NumPy copy of the values (C order), in this tensor's shape and in ``dtype``
+        (this tensor's unless given: the copy converts as it goes)."""
         _, shape, strides = self._tensor.tuple()
         storage = self._tensor.host_storage()
         view = np.lib.stride_tricks.as_strided(
             storage, shape, tuple(s * storage.itemsize for s in strides)
         )
-        return np.array(view, dtype=storage.dtype)
+        return np.array(view, dtype=storage.dtype if dtype is None else dtype, order="C")
 
     def tolist(self) -> Any:
         """The values as nested lists of floats (a float for a 0-d tensor)."""

@@ -157,6 +157,23 @@ def pack_b(
                 dst[p, q] = 0.0
 
 
+@njit
+def pack_panel(
+    a_pack: Any, b_pack: Any, task: int,
+    a: Storage, a_base: int, a_row: int, a_col: int,
+    b: Storage, b_base: int, b_row: int, b_col: int, m: int, n: int, k: int,
+) -> None:  # fmt: skip
+    """Job ``task`` of the packing, one micro-panel each: for each block of depth, the
+    panels of ``a`` (:func:`pack_a`), then those of ``b`` (:func:`pack_b`)."""
+    a_panels = a_pack.shape[1]
+    panels = a_panels + b_pack.shape[1]
+    block, panel = task // panels, task % panels
+    if panel < a_panels:
+        pack_a(a_pack, block, panel, a, a_base, a_row, a_col, m, k)
+    else:
+        pack_b(b_pack, block, panel - a_panels, b, b_base, b_row, b_col, k, n)
+
+
 @njit(fastmath=RANK1_FASTMATH)
 def multiply_block(
     out: Storage, o_base: int, o_row: int, o_col: int, a_pack: Any, b_pack: Any,
@@ -207,26 +224,20 @@ def gemm(
     b_panels = (n + TILE_COLS - 1) // TILE_COLS
     a_pack = empty_aligned((blocks, a_panels, DEPTH, TILE_ROWS), a)
     b_pack = empty_aligned((blocks, b_panels, DEPTH, TILE_COLS), a)
-    panels = a_panels + b_panels
-    rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_COLS // TILE_COLS
-    row_tasks = (a_panels + rows_per - 1) // rows_per
-    col_tasks = (b_panels + cols_per - 1) // cols_per
+    jobs = blocks * (a_panels + b_panels)
     if m * n * k < SERIAL_MAX:  # the same steps on this thread
-        for task in range(blocks * panels):
-            block, panel = task // panels, task % panels
-            if panel < a_panels:
-                pack_a(a_pack, block, panel, a, a_base, a_row, a_col, m, k)
-            else:
-                pack_b(b_pack, block, panel - a_panels, b, b_base, b_row, b_col, k, n)
+        for task in range(jobs):
+            pack_panel(
+                a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k
+            )
         multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
                        (0, a_panels), (0, b_panels))  # fmt: skip
         return
-    for task in prange(blocks * panels):  # pack every panel of both, once
-        block, panel = task // panels, task % panels
-        if panel < a_panels:
-            pack_a(a_pack, block, panel, a, a_base, a_row, a_col, m, k)
-        else:
-            pack_b(b_pack, block, panel - a_panels, b, b_base, b_row, b_col, k, n)
+    for task in prange(jobs):  # pack every panel of both, once
+        pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
+    rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_COLS // TILE_COLS
+    row_tasks = (a_panels + rows_per - 1) // rows_per
+    col_tasks = (b_panels + cols_per - 1) // cols_per
     for task in prange(row_tasks * col_tasks):
         i0, j0 = task // col_tasks * rows_per, task % col_tasks * cols_per
         multiply_block(

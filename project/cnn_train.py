@@ -133,7 +133,7 @@ def _in_dtype(
         x = to_input(batch)
         if not isinstance(x, Tensor) or x.dtype == np.dtype(dtype):
             return x
-        return from_numpy(x.to_numpy().astype(dtype), x.backend)
+        return from_numpy(x.to_numpy(dtype), x.backend)
 
     return convert
 

@@ -46,8 +46,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     require_stages(0, 1, 2, 4)
-    warmer = warm_cache.start(args.dtype)  # compiles the kernels from the other end
-    try:
+    with warm_cache.warming(args.dtype):  # compiles the kernels from the other end
         console = Console(soft_wrap=True)
         x_train, y_train, x_test, y_test = digits_split()
         model = DigitCNN(size=8, seed=args.seed)
@@ -62,8 +61,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             images_to_input,
             console,
         )
-    finally:
-        warm_cache.stop(warmer)
 
 
 def model_summary(model: DigitCNN) -> str:

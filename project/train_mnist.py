@@ -53,8 +53,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     require_stages(0, 1, 2, 4)
-    warmer = warm_cache.start(args.dtype)  # compiles the kernels from the other end
-    try:
+    with warm_cache.warming(args.dtype):  # compiles the kernels from the other end
         console = Console(soft_wrap=True)
         try:
             sets = load_mnist(args.data_dir, download=args.download)
@@ -83,8 +82,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             images_to_input,
             console,
         )
-    finally:
-        warm_cache.stop(warmer)
 
 
 if __name__ == "__main__":

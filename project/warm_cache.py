@@ -13,11 +13,11 @@ the child from the back; a kernel the child has saved is loaded when the job rea
 it, so the two cores share the work and they meet about halfway.
 
 Only a speed-up: the child's output is discarded, a step that fails is skipped, the
-job never waits for it, and :func:`stop` ends it when the job ends. No child starts
-when every kernel is in the cache already, under pytest, or with
-``MINITORCH_WARM_CACHE=0``. Each step calls
-the kernel on tiny arrays through the same Python code the layers use, so its argument
-types are the job's (``NUMBA_DEBUG_CACHE=1`` on the job shows the kernels as loaded).
+job never waits for it, and it is ended when the job ends (:func:`warming`). No child
+starts when every kernel is in the cache already, under pytest, or with
+``MINITORCH_WARM_CACHE=0``. Each step calls the kernel on tiny arrays through the same
+Python code the layers use, so its argument types are the job's (``NUMBA_DEBUG_CACHE=1``
+on the job shows the kernels as loaded).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import argparse
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -155,6 +156,16 @@ def stop(process: subprocess.Popen[bytes] | None) -> None:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@contextmanager
+def warming(dtype: str = "float64") -> Iterator[subprocess.Popen[bytes] | None]:
+    """:func:`start` on entry, :func:`stop` on exit: a job's ``with`` block."""
+    process = start(dtype)
+    try:
+        yield process
+    finally:
+        stop(process)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -61,6 +61,8 @@ def test_start_starts_nothing_under_pytest_or_when_switched_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert warm_cache.start("float64") is None  # PYTEST_CURRENT_TEST is set
+    with warm_cache.warming("float64") as process:
+        assert process is None
     monkeypatch.delenv("PYTEST_CURRENT_TEST")
     monkeypatch.setenv("MINITORCH_WARM_CACHE", "0")
     assert warm_cache.start("float64") is None
