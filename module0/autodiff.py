@@ -210,23 +210,25 @@ def topological_sort(variable: Variable) -> list[Variable]:
     without recursion (a depth-first search with a stack, say), so any depth is fine.
     """
     # BEGIN SOLUTION 0.5
-    # Gather what ``variable`` depends on, then order it by unique_id, newest first: an
-    # operation's result is always made after its inputs, so it has the larger id, and
-    # the sort (in C) is a valid order without the bookkeeping of a post-order walk.
-    found: list[Variable] = [variable] if variable.requires_grad else []
-    seen = {variable.unique_id}
-    for var in found:  # the loop also visits what it appends: a breadth-first walk
-        history = var.history
+    # Gather what ``variable`` depends on (a depth-first walk with a stack), keyed by
+    # unique_id, then order it by unique_id, newest first: an operation's result is always
+    # made after its inputs, so it has the larger id, and sorting the ids (plain ints, in
+    # C) is a valid order without the bookkeeping of a post-order walk.
+    if not variable.requires_grad:
+        return []
+    found: dict[int, Variable] = {variable.unique_id: variable}
+    stack = [variable]
+    while stack:
+        history = stack.pop().history
         if history is None:
             continue
         for parent in history.inputs:
             if parent.requires_grad:
                 key = parent.unique_id
-                if key not in seen:
-                    seen.add(key)
-                    found.append(parent)
-    found.sort(key=_unique_id, reverse=True)
-    return found
+                if key not in found:
+                    found[key] = parent
+                    stack.append(parent)
+    return [found[key] for key in sorted(found, reverse=True)]
     # END SOLUTION
 
 
@@ -250,20 +252,28 @@ def backpropagate(variable: Variable, deriv: Any, retain_graph: bool = False) ->
             var.accumulate_derivative(d)
             continue
         if type(var).chain_rule is plain:  # chain_rule's steps inline: the hot path
+            inputs = history.inputs
             grads = history.last_fn.backward(history, d)
             if type(grads) is not tuple:
                 grads = (grads,)
-            steps: Any = zip(history.inputs, grads, strict=True)
+            if len(grads) != len(inputs):
+                raise ValueError(
+                    f"{history.last_fn.__name__}.backward returned {len(grads)} "
+                    f"derivatives for {len(inputs)} inputs"
+                )
         else:
             steps = var.chain_rule(d)
-        for parent, grad in steps:
-            if not parent.requires_grad:
-                continue
-            key = parent.unique_id
-            if key in derivs:
-                derivs[key] = derivs[key] + grad
-            else:
-                derivs[key] = grad
+            inputs = tuple(parent for parent, _ in steps)
+            grads = tuple(grad for _, grad in steps)
+        i = 0
+        for parent in inputs:
+            if parent.requires_grad:
+                key = parent.unique_id
+                if key in derivs:
+                    derivs[key] = derivs[key] + grads[i]
+                else:
+                    derivs[key] = grads[i]
+            i += 1
         if not retain_graph:
-            history.release()
+            history.saved_values = _RELEASED  # Context.release, inline
     # END SOLUTION

@@ -90,3 +90,36 @@ class ReturnsFloat(ScalarFunction):
     def forward(ctx: Context, a: float, b: float) -> float:
         ctx.save_for_backward(a, b)
         return a * b
+
+
+class Affine3(ScalarFunction):
+    """``a * b + c``: three inputs, so ``apply`` takes its general path."""
+
+    @staticmethod
+    def forward(ctx: Context, a: float, b: float, c: float) -> float:
+        ctx.save_for_backward(a, b)
+        return a * b + c
+
+
+def test_apply_records_what_the_constructors_would() -> None:
+    """``apply`` builds a recorded result without ``__init__``: every slot is set."""
+    w = Scalar(0.5, name="w")
+    for y, inputs in (
+        (ReturnsFloat.apply(w, 3.0), 2),
+        (ReturnsFloat.apply(2.0, w), 2),
+        (Affine3.apply(w, 3.0, Scalar(1.0, requires_grad=False)), 3),
+    ):
+        ctx = y.history
+        assert isinstance(ctx, Context) and type(y) is Scalar
+        assert len(ctx.inputs) == inputs and all(type(v) is Scalar for v in ctx.inputs)
+        assert any(v is w for v in ctx.inputs)
+        assert [v.requires_grad for v in ctx.inputs].count(True) == 1
+        assert y.requires_grad and y.derivative is None and y.name is None
+        assert y.unique_id > w.unique_id and not ctx.released
+        assert y.is_leaf() is False and y.parents == ctx.inputs
+    assert Affine3.apply(w, 3.0, 1.0).data == 2.5
+    assert Affine3.apply(w, 3.0, 1.0).history.saved_values == (0.5, 3.0)  # type: ignore[union-attr]
+    constant = Affine3.apply(1.0, 2.0, 3.0)
+    assert constant.data == 5.0 and constant.history is None and not constant.requires_grad
+    with pytest.raises(TypeError, match="Affine3 takes Scalars or numbers, got str"):
+        Affine3.apply(w, "2", 1.0)  # type: ignore[arg-type]
