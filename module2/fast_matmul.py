@@ -78,8 +78,8 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
         lines += [f"        {sums[r][q]} += a{r} * b{q}" for q in range(cols)]
     lines.append("    if full:")
     for r in range(rows):
-        lines.append(f"        row = base + {r} * o_row")
-        lines += [f"        out[row + {q}] += {sums[r][q]}" for q in range(cols)]
+        lines.append(f"        row = out[base + {r} * o_row :]")
+        lines += [f"        row[{q}] += {sums[r][q]}" for q in range(cols)]
     lines.append("    else:")
     for r in range(rows):
         lines += [f"        tile[{r}, {q}] = {sums[r][q]}" for q in range(cols)]
