@@ -40,6 +40,8 @@ from module1.tensor_ops import SimpleBackend, TensorBackend
 
 TensorLike = Union[float, int, "Tensor"]
 
+_new_object = object.__new__
+
 
 class Tensor(Variable):
     """A tensor that records the operations made from it.
@@ -192,7 +194,7 @@ class Tensor(Variable):
 
     def _new(self, data: TensorData) -> Tensor:
         """A constant Tensor on ``data``, on this tensor's backend."""
-        return Tensor(data, backend=self.backend)
+        return _wrap(data, self.backend)
 
     def zeros(self, shape: Sequence[int], dtype: np.dtype | None = None) -> Tensor:
         """A new constant tensor of zeros on this tensor's backend, of its dtype."""
@@ -205,7 +207,7 @@ class Tensor(Variable):
         writes every entry: no zeroing pass over memory it is about to overwrite."""
         shape = tuple(shape)
         kind = self._tensor._storage.dtype if dtype is None else dtype
-        return self._new(TensorData.contiguous(np.empty(math.prod(shape), kind), shape))
+        return _wrap(TensorData.contiguous(np.empty(math.prod(shape), kind), shape), self.backend)
 
     def full(self, shape: Sequence[int], value: float) -> Tensor:
         """A new constant tensor filled with ``value`` on this tensor's backend."""
@@ -224,7 +226,7 @@ class Tensor(Variable):
 
     def _attach(self, ctx: Context) -> Tensor:
         """This tensor's values as the result of the operation ``ctx`` records."""
-        return Tensor(self._tensor, history=ctx, backend=self.backend)
+        return _wrap(self._tensor, self.backend, ctx)
 
     def _ensure(self, b: TensorLike) -> Tensor:
         """``b`` as a Tensor: numbers become 0-d constants on this tensor's backend."""
@@ -250,7 +252,7 @@ class Tensor(Variable):
 
     def detach(self) -> Tensor:
         """The same values (shared storage) as a constant, cut off from the graph."""
-        return Tensor(self._tensor, backend=self.backend)
+        return _wrap(self._tensor, self.backend)
 
     # -- autodiff -----------------------------------------------------------------------
 
@@ -278,10 +280,12 @@ class Tensor(Variable):
 
     def chain_rule(self, d_output: Any) -> list[tuple[Variable, Any]]:
         """Stage 0's chain rule, then each gradient summed back to its input's shape."""
-        return [
-            (inp, tf.unbroadcast(grad, inp.shape))  # type: ignore[attr-defined]
-            for inp, grad in super().chain_rule(d_output)
-        ]
+        steps = super().chain_rule(d_output)
+        for i, (inp, grad) in enumerate(steps):
+            shape = inp._tensor.shape  # type: ignore[attr-defined]
+            if grad._tensor.shape != shape:  # most gradients have their input's shape
+                steps[i] = (inp, tf.unbroadcast(grad, shape))
+        return steps
 
     def backward(self, grad_output: Tensor | None = None, retain_graph: bool = False) -> None:
         """Backpropagate from this tensor, adding d self / d leaf to every leaf's ``grad``.
@@ -485,6 +489,17 @@ class Tensor(Variable):
 
     def is_contiguous(self) -> bool:
         return self._tensor.is_contiguous()
+
+
+def _wrap(data: TensorData, backend: TensorBackend, history: Context | None = None) -> Tensor:
+    """``Tensor(data, history, backend)`` without the ``__init__`` call: the results,
+    detached inputs and constants that every operation makes (0.18 against 0.30 us)."""
+    t: Tensor = _new_object(Tensor)
+    t._tensor, t.history, t.backend = data, history, backend
+    t.requires_grad = history is not None
+    t.grad = t.name = None
+    t.unique_id = next_unique_id()
+    return t
 
 
 def _ints(shape: Iterable[Any]) -> tuple[int, ...]:

@@ -81,19 +81,24 @@ class Function:
         """Run ``forward`` on the tensor arguments detached (same storage, no history)
         and, when one of them requires a gradient (and grad mode is on), attach the
         operation's Context to the result."""
-        # Plain loops, not generators: this runs once per operation.
-        inputs = tuple([v for v in vals if isinstance(v, Variable)])
-        if len(inputs) > 1:
-            _same_backend(cls.__name__, inputs)
-            _same_dtype(cls.__name__, inputs)
+        # One plain loop, no generators: this runs once per operation.
+        inputs: list[Variable] = []
+        args = list(vals)
         need_grad = False
-        if grad_mode.enabled:
-            for t in inputs:
-                if t.requires_grad:
-                    need_grad = True
-                    break
-        args = [v.detach() if isinstance(v, Variable) else v for v in vals]  # type: ignore[attr-defined]
-        ctx = Context(cls, inputs if need_grad else ())
+        for i, v in enumerate(vals):
+            if isinstance(v, Variable):
+                if inputs:  # each later input against the first: the same backend, dtype
+                    first: Any = inputs[0]
+                    if getattr(v, "backend", None) is not first.backend:
+                        _same_backend(cls.__name__, (first, v))
+                    kind, first_kind = v._tensor._storage.dtype, first._tensor._storage.dtype  # type: ignore[attr-defined]
+                    if kind is not first_kind and kind != first_kind:
+                        _same_dtype(cls.__name__, (first, v))
+                inputs.append(v)
+                need_grad = need_grad or v.requires_grad
+                args[i] = v.detach()  # type: ignore[attr-defined]
+        need_grad = need_grad and grad_mode.enabled
+        ctx = Context(cls, tuple(inputs) if need_grad else ())
         out = cls.forward(ctx, *args)
         if not (isinstance(out, Variable) and hasattr(out, "_tensor")):
             raise ForwardTypeError(

@@ -341,7 +341,7 @@ class SimpleOps(TensorOps):
 def map_output(a: Tensor, out: Tensor | None) -> Tensor:
     """``out`` checked to hold ``a`` broadcast, or a new tensor of ``a``'s shape."""
     if out is None:
-        return a.empty(a.shape)
+        return a.empty(a._tensor.shape)
     if shape_broadcast(a.shape, out.shape) != out.shape:
         raise ShapeError(f"map: input of shape {a.shape} does not fit out {out.shape}")
     return out
@@ -350,7 +350,8 @@ def map_output(a: Tensor, out: Tensor | None) -> Tensor:
 def zip_output(a: Tensor, b: Tensor) -> Tensor:
     """A new tensor (values unset: the kernel writes them all) of the shape ``a`` and
     ``b`` broadcast to."""
-    return a.empty(a.shape if a.shape == b.shape else shape_broadcast(a.shape, b.shape))
+    a_shape, b_shape = a._tensor.shape, b._tensor.shape
+    return a.empty(a_shape if a_shape == b_shape else shape_broadcast(a_shape, b_shape))
 
 
 def reduce_output(a: Tensor, dim: int, start: float) -> Tensor:

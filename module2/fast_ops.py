@@ -954,10 +954,13 @@ class FastOps(TensorOps):
 
         def apply(a: Tensor, out: Tensor | None = None) -> Tensor:
             out = map_output(a, out)
+            o, i = out._tensor, a._tensor  # the arguments spelled out: no tuples to unpack
             if op is None:
-                fallback(*out.tuple_arrays(), *a.tuple_arrays())
+                fallback(o._storage, o._shape, o._strides, i._storage, i._shape, i._strides)
             else:
-                tensor_map_kernel(op, *out.tuple_arrays(), *a.tuple_arrays())
+                tensor_map_kernel(
+                    op, o._storage, o._shape, o._strides, i._storage, i._shape, i._strides
+                )
             return out
 
         return apply
@@ -970,10 +973,17 @@ class FastOps(TensorOps):
 
         def apply(a: Tensor, b: Tensor) -> Tensor:
             out = zip_output(a, b)
+            o, i, j = out._tensor, a._tensor, b._tensor
             if op is None:
-                fallback(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
+                fallback(
+                    o._storage, o._shape, o._strides, i._storage, i._shape, i._strides,
+                    j._storage, j._shape, j._strides,
+                )  # fmt: skip
             else:
-                tensor_zip_kernel(op, *out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
+                tensor_zip_kernel(
+                    op, o._storage, o._shape, o._strides, i._storage, i._shape, i._strides,
+                    j._storage, j._shape, j._strides,
+                )  # fmt: skip
             return out
 
         return apply

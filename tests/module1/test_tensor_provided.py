@@ -169,3 +169,33 @@ def test_map_into_an_output_that_does_not_fit() -> None:
     with pytest.raises(ShapeError) as err:
         SimpleBackend.neg_map(tensor([1.0, 2.0, 3.0]), zeros(2))
     assert "(3,)" in str(err.value) and "(2,)" in str(err.value), str(err.value)
+
+
+def test_tensor_data_checks_each_layout_the_same_way_every_time() -> None:
+    """``TensorData`` keeps each (shape, strides) layout's checks and index arrays after
+    the first use: a layout made again, or spelled with lists or NumPy ints, gives the
+    same fields, and a bad layout raises every time, not only the first."""
+    storage = np.arange(12.0)
+    for shape, strides, want in [
+        ((3, 4), None, (4, 1)),
+        ([3, 4], None, (4, 1)),
+        ((4, 3), (1, 4), (1, 4)),
+        ((np.int64(4), 3), [1, 4], (1, 4)),
+    ]:
+        for _ in range(2):
+            data = TensorData(storage, shape, strides)
+            assert exact_tuple(data.shape, exact_int) == tuple(int(s) for s in shape)
+            assert exact_tuple(data.strides, exact_int) == want
+            assert data._shape.dtype == np.int32 and data._strides.dtype == np.int32
+            assert data._shape.tolist() == list(data.shape)
+            assert data._strides.tolist() == list(want)
+            assert exact_int(data.size) == 12 and exact_int(data.dims) == 2
+    for _ in range(2):
+        with pytest.raises(ShapeError, match="negative"):
+            TensorData(storage, (-1, 3))
+        with pytest.raises(ShapeError, match="do not match"):
+            TensorData(storage, (3, 4), (1,))
+        with pytest.raises(ShapeError, match="too small"):
+            TensorData(np.arange(5.0), (3, 4))
+        with pytest.raises(ShapeError, match="too small"):
+            TensorData(storage, (3, 4), (8, 1))
