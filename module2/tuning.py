@@ -10,7 +10,7 @@
   product lost a quarter.
 * **LLVM's SLP vectorizer on** (:func:`vectorize_straight_line_code`). Numba runs only
   LLVM's loop vectorizer by default, which vectorizes a loop along its own index. Task
-  2.3's rank-1 micro-kernel is straight-line code inside its loop (a 6 x 16 tile of
+  2.3's rank-1 micro-kernel is straight-line code inside its loop (an 8 x 16 tile of
   running sums, each updated once per step); only the SLP ("superword-level
   parallelism") vectorizer packs those sums into vector registers. Without it the
   kernel runs scalar, at a seventh of the speed. This is Numba's documented
