@@ -90,10 +90,10 @@ class Function:
                 if inputs:  # each later input against the first: the same backend, dtype
                     first: Any = inputs[0]
                     if getattr(v, "backend", None) is not first.backend:
-                        _same_backend(cls.__name__, (first, v))
+                        _same_backend(cls.__name__, (*inputs, v))
                     kind, first_kind = v._tensor._storage.dtype, first._tensor._storage.dtype  # type: ignore[attr-defined]
                     if kind is not first_kind and kind != first_kind:
-                        _same_dtype(cls.__name__, (first, v))
+                        _same_dtype(cls.__name__, (*inputs, v))
                 inputs.append(v)
                 need_grad = need_grad or v.requires_grad
                 args[i] = v.detach()  # type: ignore[attr-defined]

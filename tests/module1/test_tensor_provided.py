@@ -199,3 +199,21 @@ def test_tensor_data_checks_each_layout_the_same_way_every_time() -> None:
             TensorData(np.arange(5.0), (3, 4))
         with pytest.raises(ShapeError, match="too small"):
             TensorData(storage, (3, 4), (8, 1))
+
+
+def test_mixed_dtypes_name_the_input_that_differs() -> None:
+    """``Function.apply`` checks every tensor argument against the first; the error names
+    the operation, both dtypes and the position of the one that differs."""
+    from module1.tensor_functions import DtypeError, Function
+
+    class First(Function):
+        @staticmethod
+        def forward(ctx: object, a: Tensor, b: Tensor, c: Tensor) -> Tensor:
+            return a
+
+    x, y = tensor([1.0, 2.0]), tensor([3.0, 4.0])
+    with pytest.raises(DtypeError, match="First: input 0 is float64 and input 2 is float32"):
+        First.apply(x, y, y.float())
+    with pytest.raises(DtypeError, match="First: input 0 is float64 and input 1 is float32"):
+        First.apply(x, y.float(), y)
+    np.testing.assert_array_equal(exact_tensor(First.apply(x, y, y)), [1.0, 2.0])
