@@ -182,8 +182,8 @@ class ScalarFunction:
         The engine's hot path, one call per operation. It is written out for one and
         two inputs (every function here); numbers become constants (:meth:`_scalar`).
         A recorded operation's Context and result are built with ``object.__new__``
-        and direct slot stores, which skips two ``__init__`` calls per operation (a
-        third of a forward pass's time in Python 3.11): they end up exactly as
+        and direct slot stores, which skips two ``__init__`` calls per operation (about
+        100 ns of each operation's 800 in Python 3.11): they end up exactly as
         ``Context(cls, inputs)`` and ``Scalar(out, ctx)`` would make them."""
         record = grad_mode.enabled
         ctx: Context | None = None
@@ -225,7 +225,8 @@ class ScalarFunction:
         if ctx is None:
             return Scalar(out, requires_grad=False)
         result: Scalar = _new(Scalar)
-        result.data, result.history, result.requires_grad = out, ctx, True
+        result.data = out if type(out) is float else float(out)  # a NumPy float: a float
+        result.history, result.requires_grad = ctx, True
         result.derivative = result.name = None
         result.unique_id = next_unique_id()
         return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from module0.autodiff import Context, grad_mode, no_grad
@@ -101,6 +102,12 @@ class Affine3(ScalarFunction):
         return a * b + c
 
 
+class ReturnsNumpyFloat(ScalarFunction):
+    @staticmethod
+    def forward(ctx: Context, a: float) -> float:
+        return np.float64(2.0 * a)  # type: ignore[return-value]
+
+
 def test_apply_records_what_the_constructors_would() -> None:
     """``apply`` builds a recorded result without ``__init__``: every slot is set."""
     w = Scalar(0.5, name="w")
@@ -119,6 +126,8 @@ def test_apply_records_what_the_constructors_would() -> None:
         assert y.is_leaf() is False and y.parents == ctx.inputs
     assert Affine3.apply(w, 3.0, 1.0).data == 2.5
     assert Affine3.apply(w, 3.0, 1.0).history.saved_values == (0.5, 3.0)  # type: ignore[union-attr]
+    assert type(ReturnsNumpyFloat.apply(w).data) is float  # a float, not np.float64
+    assert ReturnsNumpyFloat.apply(w).data == 1.0
     constant = Affine3.apply(1.0, 2.0, 3.0)
     assert constant.data == 5.0 and constant.history is None and not constant.requires_grad
     with pytest.raises(TypeError, match="Affine3 takes Scalars or numbers, got str"):
