@@ -13,7 +13,6 @@ loop (never recursion), so a chain of any length backpropagates.
 from __future__ import annotations
 
 import itertools
-import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -198,8 +197,6 @@ class Variable:
 
 
 # ## Task 0.5: topological sort and backpropagation
-
-_unique_id = operator.attrgetter("unique_id")
 
 
 def topological_sort(variable: Variable) -> list[Variable]:

@@ -130,18 +130,12 @@ the only fast dtype on most GPUs)."""
 
 
 _LAYOUTS: dict[
-    tuple[object, tuple[int, ...]],
-    tuple[tuple[int, ...], tuple[int, ...], Shape, Strides, int, int],
-] = {}
-"""(strides rule, shape) -> (shape, strides, both as int32 arrays, size, dims)."""
-
-_VIEWS: dict[
     tuple[object, object, object],
     tuple[tuple[int, ...], tuple[int, ...], Shape, Strides, int, int],
 ] = {}
-"""(strides rule, shape, strides or None) -> what :func:`_view_layout` gives: a view's
-checks and int32 arrays, made once per layout (they took 2 of the 2.5 us of a
-``TensorData``, and a backward pass makes one per transposed operand)."""
+"""(strides rule, shape, strides or None) -> what :func:`_view_layout` gives. Made once
+per layout: the checks and the two int32 arrays took 2 of the 2.5 us of a
+``TensorData``, and every operation makes one or more."""
 
 
 def _view_layout(
@@ -164,6 +158,24 @@ def _view_layout(
         needed = 1 + extent if size else 0
     arrays = np.array(exact, dtype=np.int32), np.array(steps, dtype=np.int32)
     return exact, steps, *arrays, size, needed
+
+
+def _layout(
+    shape: UserShape, strides: UserStrides | None
+) -> tuple[tuple[int, ...], tuple[int, ...], Shape, Strides, int, int]:
+    """:func:`_view_layout`, from :data:`_LAYOUTS` after its first use. The strides rule
+    is part of the key (a graded check may swap ``strides_from_shape``); a list shape
+    or strides (unhashable) is checked every time."""
+    try:
+        key = (strides_from_shape, shape, strides)
+        layout = _LAYOUTS.get(key)
+    except TypeError:
+        return _view_layout(shape, strides)
+    if layout is None:
+        layout = _view_layout(shape, strides)
+        if len(_LAYOUTS) < 4096:
+            _LAYOUTS[key] = layout
+    return layout
 
 
 def as_dtype(dtype: object) -> np.dtype:
@@ -200,15 +212,7 @@ class TensorData:
             if array.dtype.char not in "df":  # float64 and float32 are kept
                 array = array.astype(np.float64)
             self._storage = array if array.ndim == 1 else array.reshape(-1)
-        try:  # a tuple shape and strides: their checked layout is cached
-            key = (strides_from_shape, shape, strides)
-            layout = _VIEWS.get(key)
-        except TypeError:  # a list (unhashable)
-            key, layout = None, None
-        if layout is None:
-            layout = _view_layout(shape, strides)
-            if key is not None and len(_VIEWS) < 4096:
-                _VIEWS[key] = layout
+        layout = _layout(shape, strides)
         self.shape, self.strides, self._shape, self._strides, self.size, needed = layout
         if needed > len(self._storage):
             raise ShapeError(
@@ -221,22 +225,14 @@ class TensorData:
     def contiguous(cls, storage: Storage, shape: tuple[int, ...]) -> TensorData:
         """A row-major TensorData over a new 1-D ``storage`` of exactly the shape's size
         (float64 or float32, on the host or the device): what a backend allocates for a
-        result. ``__init__``'s checks and conversions are skipped, and a shape's strides
-        and index arrays are made once (by :func:`strides_from_shape`) and shared by
-        every TensorData of that shape (kernels only read them): allocating a result
-        took 2.5 us, most of it here."""
-        rule = strides_from_shape  # a graded check may swap it: part of the key
-        layout = _LAYOUTS.get((rule, shape))
-        if layout is None:
-            exact = tuple(map(int, shape))
-            strides = tuple(map(int, rule(exact)))
-            arrays = np.array(exact, np.int32), np.array(strides, np.int32)
-            layout = (exact, strides, *arrays, math.prod(exact), len(exact))
-            if len(_LAYOUTS) < 4096:
-                _LAYOUTS[(rule, shape)] = layout
+        result. ``__init__``'s conversion of the storage is skipped, and the layout comes
+        from the cache ``__init__`` uses (:func:`_layout`): a shape's strides and index
+        arrays are made once and shared by every TensorData of that shape (kernels only
+        read them)."""
         self = cls.__new__(cls)
         self._storage = storage
-        self.shape, self.strides, self._shape, self._strides, self.size, self.dims = layout
+        self.shape, self.strides, self._shape, self._strides, self.size, _ = _layout(shape, None)
+        self.dims = len(self.shape)
         return self
 
     def is_contiguous(self) -> bool:
