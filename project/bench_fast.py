@@ -1,11 +1,18 @@
 """Benchmark the stage-2 fast backend against NumPy (and PyTorch on the CPU).
 
-    python -m project.bench_fast [--repeats 5] [--quick] [--only matmul,map,...] [--dtype float32]
+    python -m project.bench_fast [--repeats 5] [--rounds 1] [--quick] [--only matmul,...]
+                                 [--dtype float32]
 
 Every figure is the median of ``--repeats`` timed runs after one untimed warm-up call,
 and each library runs in its own child process, so thread pools never compete (NumPy's
 OpenBLAS and PyTorch's pools slow each other down badly when called alternately in one
-process). Every library computes in ``--dtype`` (float64 unless told float32). Sections:
+process). Every library computes in ``--dtype`` (float64 unless told float32).
+
+``--rounds N`` runs a section's workers in turn N times (ours, NumPy, ours, NumPy, ...)
+and prints the median of the N figures, and as each ratio the median of the N ratios
+of figures measured in the same round. On a shared virtual machine whose speed drifts
+over seconds, a slow spell then lands in one round of both sides instead of on one
+side's only run. Sections:
 
 * ``matmul``  square products at 128, 256, 512, 1024: two plain Numba loops on
   2-D arrays that differ only in loop order (textbook i-j-k, and i-k-j), task 2.2's
@@ -253,6 +260,38 @@ def run_worker(args: list[str], env: dict[str, str] | None = None) -> Any:
     return None
 
 
+def run_rounds(
+    workers: dict[str, tuple[list[str], dict[str, str] | None]], rounds: int
+) -> dict[str, list[Any]]:
+    """Each worker's results over ``rounds`` rounds, the workers run in turn in each
+    round (a failed run is left out)."""
+    runs: dict[str, list[Any]] = {name: [] for name in workers}
+    for _ in range(rounds):
+        for name, (args, env) in workers.items():
+            result = run_worker(args, env)
+            if result is not None:
+                runs[name].append(result)
+    return runs
+
+
+def median_of(results: list[dict[str, float]]) -> dict[str, float] | None:
+    """Key by key, the median over the rounds' results; None when every run failed."""
+    if not results:
+        return None
+    return {key: statistics.median(r[key] for r in results) for key in results[0]}
+
+
+def median_ratio(
+    ours: list[dict[str, float]], theirs: list[dict[str, float]], key: str, invert: bool = False
+) -> float | None:
+    """The median over rounds of ``ours[key] / theirs[key]`` (``theirs / ours`` with
+    ``invert``), each ratio taken within one round; None without a round of both."""
+    pairs = list(zip(ours, theirs, strict=False))
+    if not pairs:
+        return None
+    return statistics.median((t[key] / o[key]) if invert else (o[key] / t[key]) for o, t in pairs)
+
+
 def torch_available() -> bool:
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
     return subprocess.run([sys.executable, "-c", probe]).returncode == 0
@@ -261,6 +300,8 @@ def torch_available() -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run each section's workers in turn this many times (1)")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="only the smaller sizes")
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
@@ -283,8 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep = str(ns.repeats)
     m_sizes = MATMUL_SIZES[:3] if ns.quick else MATMUL_SIZES
     e_sizes = ELEMENT_SIZES[:1] if ns.quick else ELEMENT_SIZES
+    rounds = max(1, ns.rounds)
     console.print(f"[bold]bench_fast[/]: median of {rep} runs after a warm-up, {DTYPE}, "
-                  f"{os.cpu_count()} CPUs; each library in its own process")  # fmt: skip
+                  f"{os.cpu_count()} CPUs; each library in its own process"
+                  + (f"; median of {rounds} rounds" if rounds > 1 else ""))  # fmt: skip
 
     if "matmul" in sections:
         sizes = ",".join(map(str, m_sizes))
@@ -292,55 +335,58 @@ def main(argv: Sequence[str] | None = None) -> int:
         # on, those threads spin for a while after it and take a core from the next
         # size's timing (measured: 2.3 at 512 halved, 33 against 77 GFLOP/s).
         one = {"OPENBLAS_NUM_THREADS": "1"}
-        res = {
-            "i-j-k": run_worker(["matmul", "i-j-k", sizes, rep], one),
-            "i-k-j": run_worker(["matmul", "i-k-j", sizes, rep], one),
-            "2.2": run_worker(["matmul", "2.2", sizes, rep], one),
-            "2.3": run_worker(["matmul", "2.3", sizes, rep], one),
-            "numpy": run_worker(["matmul", "numpy", sizes, rep]),
-            "numpy SkylakeX": run_worker(
-                ["matmul", "numpy", sizes, rep], {"OPENBLAS_CORETYPE": "SkylakeX"}
-            ),
-        }
+        runs = run_rounds({
+            "i-j-k": (["matmul", "i-j-k", sizes, rep], one),
+            "i-k-j": (["matmul", "i-k-j", sizes, rep], one),
+            "2.2": (["matmul", "2.2", sizes, rep], one),
+            "2.3": (["matmul", "2.3", sizes, rep], one),
+            "numpy": (["matmul", "numpy", sizes, rep], None),
+            "numpy SkylakeX": (["matmul", "numpy", sizes, rep], {"OPENBLAS_CORETYPE": "SkylakeX"}),
+        }, rounds)  # fmt: skip
+        res = {name: median_of(r) for name, r in runs.items()}
         table = Table(title="matmul, GFLOP/s (2 n^3 / time)")
         for col in ("n", *res, "2.3 / numpy", "2.3 / SkylakeX"):
             table.add_column(col, justify="right")
         for n in map(str, m_sizes):
             row = [n] + [f"{r[n]:.1f}" if r else "-" for r in res.values()]
             for ref in ("numpy", "numpy SkylakeX"):
-                ok = res["2.3"] and res[ref]
-                row.append(f"{res['2.3'][n] / res[ref][n]:.2f}x" if ok else "-")
+                ratio = median_ratio(runs["2.3"], runs[ref], n)
+                row.append(f"{ratio:.2f}x" if ratio is not None else "-")
             table.add_row(*row)
         console.print(table)
 
     if "elementwise" in sections:
         sizes = ",".join(map(str, e_sizes))
-        fast = run_worker(["elementwise", "fast", sizes, rep])
-        numpy = run_worker(["elementwise", "numpy", sizes, rep])
+        runs = run_rounds({
+            "fast": (["elementwise", "fast", sizes, rep], None),
+            "numpy": (["elementwise", "numpy", sizes, rep], None),
+        }, rounds)  # fmt: skip
+        fast, numpy = median_of(runs["fast"]) or {}, median_of(runs["numpy"]) or {}
         table = Table(title="map / zip / reduce, milliseconds (ratio > 1: fast backend wins)")
         for col in ("case", "fast", "numpy", "numpy / fast"):
             table.add_column(col, justify="right")
-        for key in fast or {}:
-            ours, theirs = fast[key], (numpy or {}).get(key)
+        for key, ours in fast.items():
+            theirs = numpy.get(key)
+            ratio = median_ratio(runs["fast"], runs["numpy"], key, invert=True)
             table.add_row(key, f"{ours * 1e3:.2f}", f"{theirs * 1e3:.2f}" if theirs else "-",
-                          f"{theirs / ours:.2f}x" if theirs else "-")  # fmt: skip
+                          f"{ratio:.2f}x" if ratio is not None else "-")  # fmt: skip
         console.print(table)
 
     if "train" in sections:
-        res = {kind: run_worker(["train", kind, rep]) for kind in ("fast", "simple")}
-        if torch_available():
-            res["torch"] = run_worker(["train", "torch", rep])
+        kinds = ("fast", "simple", "torch") if torch_available() else ("fast", "simple")
+        runs = run_rounds({kind: (["train", kind, rep], None) for kind in kinds}, rounds)
         table = Table(title="one epoch: split, 2-100-100-1 MLP, 50 points, Adam")
         for col in ("backend", "ms per epoch", "vs fast"):
             table.add_column(col, justify="right")
-        fast_ms = res["fast"]["epoch"] * 1e3 if res["fast"] else None
-        for kind, r in res.items():
+        for kind, results in runs.items():
+            r = median_of(results)
             if r is None:
                 continue
-            ms = r["epoch"] * 1e3
-            table.add_row(kind, f"{ms:.2f}", f"{ms / fast_ms:.2f}x" if fast_ms else "-")
+            ratio = median_ratio(results, runs["fast"], "epoch")
+            table.add_row(kind, f"{r['epoch'] * 1e3:.2f}",
+                          f"{ratio:.2f}x" if ratio is not None else "-")  # fmt: skip
         console.print(table)
-        if "torch" not in res:
+        if "torch" not in runs:
             console.print("PyTorch is not installed: no PyTorch comparison.")
 
     if "startup" in sections:
