@@ -3,7 +3,7 @@
     python -m project.bench_fast [--repeats 5] [--rounds 1] [--quick] [--only matmul,...]
                                  [--dtype float32]
 
-Every figure is the median of ``--repeats`` timed runs after one untimed warm-up call,
+Every figure is the median of ``--repeats`` timed runs after untimed warm-up calls,
 and each library runs in its own child process, so thread pools never compete (NumPy's
 OpenBLAS and PyTorch's pools slow each other down badly when called alternately in one
 process). Every library computes in ``--dtype`` (float64 unless told float32).
@@ -19,8 +19,9 @@ side's only run. Sections:
   kernel, task 2.3's packed kernel, NumPy as installed, and NumPy with
   ``OPENBLAS_CORETYPE=SkylakeX`` (OpenBLAS's AVX-512 kernels, which it does not pick by
   itself on some AVX-512 CPUs; the practical ceiling). GFLOP/s and ratios.
-* ``elementwise``  map (relu, exp), zip (mul) and reduce (sum over each dim) on
-  contiguous tensors of 10**6 and 10**7 entries, against the NumPy equivalent.
+* ``elementwise``  map (relu, exp, log, sigmoid, tanh), zip (mul) and reduce (sum over
+  each dim) on contiguous tensors of 10**6 and 10**7 entries, against the NumPy
+  equivalent (for sigmoid ``1 / (1 + np.exp(-x))``: NumPy has none of its own).
 * ``train``  one epoch of the split classifier with hidden 100 (``project.train``'s
   defaults) on the fast and the simple backend, and the same model, data and Adam in
   PyTorch when it is installed.
@@ -51,9 +52,21 @@ MATMUL_SIZES = (128, 256, 512, 1024)
 ELEMENT_SIZES = (10**6, 10**7)
 
 
+WARMUP_CALLS, WARMUP_SECONDS = 3, 0.5
+"""Untimed calls before the timed ones: at least 3, for at least half a second. The
+first calls of a kernel on a new, large size are slow for reasons that are not its
+speed: loading it from the kernel cache, and on a virtual machine the first touches of
+fresh memory (a relu map of 10^7 float64 entries on 2 threads measured 241, 91, 93, 88,
+27, then 8-9 ms per call; with one warm-up call its median was 87 ms)."""
+
+
 def median_time(fn: Callable[[], Any], repeats: int) -> float:
-    """Median seconds of ``repeats`` calls of ``fn`` after one untimed warm-up call."""
-    fn()
+    """Median seconds of ``repeats`` calls of ``fn`` after the warm-up calls
+    (:data:`WARMUP_CALLS`, :data:`WARMUP_SECONDS`)."""
+    start, calls = time.perf_counter(), 0
+    while calls < WARMUP_CALLS or time.perf_counter() - start < WARMUP_SECONDS:
+        fn()
+        calls += 1
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -136,6 +149,9 @@ def _element_cases(size: int) -> list[tuple[str, tuple[int, ...], str, Any]]:
     return [
         ("map relu", (size,), "relu", None),
         ("map exp", (size,), "exp", None),
+        ("map log", (size,), "log", None),
+        ("map sigmoid", (size,), "sigmoid", None),
+        ("map tanh", (size,), "tanh", None),
         ("zip mul", (size,), "mul", None),
         ("sum dim 0", (side, size // side), "sum", 0),
         ("sum dim 1", (side, size // side), "sum", 1),
@@ -151,21 +167,28 @@ def work_elementwise(kind: str, sizes: Sequence[int], repeats: int) -> dict[str,
     for size in sizes:
         for name, shape, op, dim in _element_cases(size):
             x = (rng.random(shape) - 0.5).astype(DTYPE)
-            y = rng.random(shape).astype(DTYPE)
+            y = rng.random(shape).astype(DTYPE)  # positive: log's input
+            z = (x * 8).astype(DTYPE)  # [-4, 4): sigmoid's and tanh's
             if kind == "numpy":
                 fns: dict[str, Callable[[], Any]] = {
                     "relu": lambda: np.maximum(x, 0.0),  # noqa: B023
                     "exp": lambda: np.exp(x),  # noqa: B023
+                    "log": lambda: np.log(y),  # noqa: B023
+                    "sigmoid": lambda: 1.0 / (1.0 + np.exp(-z)),  # noqa: B023
+                    "tanh": lambda: np.tanh(z),  # noqa: B023
                     "mul": lambda: x * y,  # noqa: B023
                     "sum": lambda: x.sum(axis=dim),  # noqa: B023
                 }
             else:
                 from module2.fast_ops import FastTensorBackend as F
 
-                tx, ty = _fast_tensor(x), _fast_tensor(y)
+                tx, ty, tz = _fast_tensor(x), _fast_tensor(y), _fast_tensor(z)
                 fns = {
                     "relu": lambda: F.relu_map(tx),  # noqa: B023
                     "exp": lambda: F.exp_map(tx),  # noqa: B023
+                    "log": lambda: F.log_map(ty),  # noqa: B023
+                    "sigmoid": lambda: F.sigmoid_map(tz),  # noqa: B023
+                    "tanh": lambda: F.tanh_map(tz),  # noqa: B023
                     "mul": lambda: F.mul_zip(tx, ty),  # noqa: B023
                     "sum": lambda: F.add_reduce(tx, dim),  # noqa: B023
                 }

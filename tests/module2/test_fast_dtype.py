@@ -104,3 +104,53 @@ def test_a_large_exp_map_is_within_an_ulp_with_every_special_value(dtype: type) 
     finite = np.isfinite(want)
     np.testing.assert_allclose(got[finite], want[finite], rtol=2.5 * np.finfo(dtype).eps,
                                atol=np.finfo(dtype).smallest_subnormal * 4)  # fmt: skip
+
+
+TRANSCENDENTAL = {  # name: (ordinary values, specials, relative tolerance in eps)
+    "log": ((1e-300, 1e300), [0.0, -0.0, -1.0, -np.inf, 1e-310, 5e-324, 1.0, 2.0, 0.5,
+                              1 - 2**-52, 1 + 2**-52, 1e38, 1e-38, 1e-45, 1.7e308,
+                              np.inf, np.nan], 2.5),
+    "sigmoid": ((-40.0, 40.0), [0.0, -0.0, 1e-300, -1e-300, 87.0, -87.0, 100.0, -100.0,
+                                -745.0, -750.0, 710.0, 1e308, -1e308, np.inf, -np.inf,
+                                np.nan], 3.0),
+    "tanh": ((-20.0, 20.0), [0.0, -0.0, 1e-300, -1e-300, 1e-8, -1e-8, 0.17, 0.35, 0.55,
+                             9.0, 19.0, 43.0, 44.0, -44.0, 354.0, 355.0, -400.0, 1e308,
+                             np.inf, -np.inf, np.nan], 4.0),
+}  # fmt: skip
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", list(TRANSCENDENTAL))
+def test_large_log_sigmoid_and_tanh_maps_match_stage_0(name: str, dtype: type) -> None:
+    """Contiguous and transposed, with every special value among ordinary ones: within
+    a few float ulps of stage 0's scalar function (computed in float64 and rounded),
+    infinities, nans and signed zeros exactly."""
+    from module0 import operators
+
+    (low, high), specials, ulps = TRANSCENDENTAL[name]
+    rng = np.random.default_rng(21)
+    if name == "log":  # spread over the exponents as well as over [0.5, 2]
+        values = np.concatenate([np.exp(rng.uniform(np.log(low), np.log(high), 60_000)),
+                                 rng.uniform(0.5, 2.0, 60_000)])  # fmt: skip
+    else:
+        values = np.concatenate([rng.uniform(low, high, 60_000), rng.uniform(-1, 1, 60_000)])
+    values[rng.choice(len(values), len(specials), replace=False)] = specials
+    with np.errstate(over="ignore", under="ignore"):  # out of float32's range: inf or 0
+        x = values.astype(dtype)
+        fn = getattr(operators, name)
+        want = np.array([fn(float(v)) for v in x]).astype(dtype)
+    transposed = from_numpy(x.reshape(300, 400).T.copy(), FastTensorBackend).permute(1, 0)
+    for layout, tensor in (("contiguous", from_numpy(x, FastTensorBackend)),
+                           ("transposed", transposed)):  # fmt: skip
+        result = getattr(FastTensorBackend, f"{name}_map")(tensor)
+        got = exact_tensor(result, f"{name} of a {layout} tensor", dtype=dtype).reshape(-1)
+        what = f"{name} map of a {layout} {np.dtype(dtype).name} tensor"
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), what)
+        np.testing.assert_array_equal(got[np.isinf(want)], want[np.isinf(want)], what)
+        zeros = want == 0.0
+        np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]), what)
+        finite = np.isfinite(want)
+        tiny = np.finfo(dtype).smallest_subnormal * 4
+        np.testing.assert_allclose(got[finite], want[finite], ulps * np.finfo(dtype).eps, tiny,
+                                   err_msg=what)  # fmt: skip
