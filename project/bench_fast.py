@@ -348,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     m_sizes = MATMUL_SIZES[:3] if ns.quick else MATMUL_SIZES
     e_sizes = ELEMENT_SIZES[:1] if ns.quick else ELEMENT_SIZES
     rounds = max(1, ns.rounds)
-    console.print(f"[bold]bench_fast[/]: median of {rep} runs after a warm-up, {DTYPE}, "
+    console.print(f"[bold]bench_fast[/]: median of {rep} runs after warm-up calls, {DTYPE}, "
                   f"{os.cpu_count()} CPUs; each library in its own process"
                   + (f"; median of {rounds} rounds" if rounds > 1 else ""))  # fmt: skip
 
