@@ -247,7 +247,7 @@ def exp_reduced(p: Storage, t: Storage, x: Storage, one: float) -> int:
     """``p[i] = e^r`` and ``t[i] = k + 1.5 * 2^52`` for ``x[i] = k ln 2 + r`` (clamped
     to [-708, 709]), for 1-D arrays of equal length; how many entries were outside
     (nan included). With ``one = 0``, ``p[i] = e^r - 1`` instead, to full relative
-    precision (for :func:`tanh_loop`). Multiply-adds may fuse (``contract``): one
+    precision (for :func:`tanh_loop64`). Multiply-adds may fuse (``contract``): one
     rounding, not two."""
     q11, q10, q9, q8, q7, q6, q5, q4, q3, q2 = _EXP_Q
     outside = 0
@@ -637,24 +637,26 @@ def tanh_loop32(out: Storage, x: Storage) -> None:
             tanh_redo(out[lo : lo + m], x[lo : lo + m], 43.0)
 
 
-def log_loop(out: Storage, x: Storage) -> None:
-    """``out[i] = log(x[i])`` for 1-D arrays of equal length: in compiled code
-    :func:`log_loop32` for two float32 arrays, :func:`log_loop64` for two float64 ones,
-    stage 0's scalar ``log`` per entry otherwise (chosen as in :func:`exp_loop`)."""
-    for i in range(len(out)):
-        out[i] = operators.log(x[i])
+@njit
+def vector_math_loop64(op: int, out: Storage, x: Storage) -> None:
+    """``out = unary(op, x)`` for log, sigmoid or tanh on float64 1-D arrays."""
+    if op == OP_LOG:
+        log_loop64(out, x)
+    elif op == OP_SIGMOID:
+        sigmoid_loop64(out, x)
+    else:
+        tanh_loop64(out, x)
 
 
-def sigmoid_loop(out: Storage, x: Storage) -> None:
-    """:func:`log_loop` for sigmoid (:func:`sigmoid_loop32`, :func:`sigmoid_loop64`)."""
-    for i in range(len(out)):
-        out[i] = operators.sigmoid(x[i])
-
-
-def tanh_loop(out: Storage, x: Storage) -> None:
-    """:func:`log_loop` for tanh (:func:`tanh_loop32`, :func:`tanh_loop64`)."""
-    for i in range(len(out)):
-        out[i] = operators.tanh(x[i])
+@njit
+def vector_math_loop32(op: int, out: Storage, x: Storage) -> None:
+    """:func:`vector_math_loop64` on float32 1-D arrays."""
+    if op == OP_LOG:
+        log_loop32(out, x)
+    elif op == OP_SIGMOID:
+        sigmoid_loop32(out, x)
+    else:
+        tanh_loop32(out, x)
 
 
 @njit
@@ -664,35 +666,22 @@ def per_entry(op: int, out: Storage, x: Storage) -> None:
         out[i] = unary(op, x[i])
 
 
-def _same_float(out: Any, x: Any, dtype: Any) -> bool:
-    return bool(out.dtype == dtype and x.dtype == dtype)
+def vector_math_loop(op: int, out: Storage, x: Storage) -> None:
+    """``out = unary(op, x)`` for log, sigmoid or tanh on 1-D arrays of equal length: in
+    compiled code :func:`vector_math_loop32` for two float32 arrays,
+    :func:`vector_math_loop64` for two float64 ones, :func:`per_entry` otherwise (mixed
+    dtypes), chosen when the caller compiles, as :func:`exp_loop`."""
+    for i in range(len(out)):
+        out[i] = unary(op, x[i])
 
 
-@overload(log_loop)
-def _log_loop(out, x):  # unannotated, as _exp_loop
-    if _same_float(out, x, nb_types.float32):
-        return lambda out, x: log_loop32(out, x)
-    if _same_float(out, x, nb_types.float64):
-        return lambda out, x: log_loop64(out, x)
-    return lambda out, x: per_entry(OP_LOG, out, x)
-
-
-@overload(sigmoid_loop)
-def _sigmoid_loop(out, x):
-    if _same_float(out, x, nb_types.float32):
-        return lambda out, x: sigmoid_loop32(out, x)
-    if _same_float(out, x, nb_types.float64):
-        return lambda out, x: sigmoid_loop64(out, x)
-    return lambda out, x: per_entry(OP_SIGMOID, out, x)
-
-
-@overload(tanh_loop)
-def _tanh_loop(out, x):
-    if _same_float(out, x, nb_types.float32):
-        return lambda out, x: tanh_loop32(out, x)
-    if _same_float(out, x, nb_types.float64):
-        return lambda out, x: tanh_loop64(out, x)
-    return lambda out, x: per_entry(OP_TANH, out, x)
+@overload(vector_math_loop)
+def _vector_math_loop(op, out, x):  # unannotated, as _exp_loop
+    if out.dtype == x.dtype == nb_types.float32:
+        return lambda op, out, x: vector_math_loop32(op, out, x)
+    if out.dtype == x.dtype == nb_types.float64:
+        return lambda op, out, x: vector_math_loop64(op, out, x)
+    return lambda op, out, x: per_entry(op, out, x)
 
 
 VECTOR_MATH_OPS = (OP_LOG, OP_SIGMOID, OP_TANH)
@@ -712,12 +701,7 @@ def vector_math_map(op: int, out: Storage, x: Storage) -> None:
     n = len(out)
     for block in prange((n + BLOCK - 1) // BLOCK):
         lo, hi = block * BLOCK, min(n, (block + 1) * BLOCK)
-        if op == OP_LOG:
-            log_loop(out[lo:hi], x[lo:hi])
-        elif op == OP_SIGMOID:
-            sigmoid_loop(out[lo:hi], x[lo:hi])
-        else:
-            tanh_loop(out[lo:hi], x[lo:hi])
+        vector_math_loop(op, out[lo:hi], x[lo:hi])
 
 
 def vector_math_applies(out: Any, x: Any) -> bool:

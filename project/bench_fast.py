@@ -287,29 +287,31 @@ def run_rounds(
     workers: dict[str, tuple[list[str], dict[str, str] | None]], rounds: int
 ) -> dict[str, list[Any]]:
     """Each worker's results over ``rounds`` rounds, the workers run in turn in each
-    round (a failed run is left out)."""
+    round; None for a run that failed, so index ``r`` is round ``r`` for every worker."""
     runs: dict[str, list[Any]] = {name: [] for name in workers}
     for _ in range(rounds):
         for name, (args, env) in workers.items():
-            result = run_worker(args, env)
-            if result is not None:
-                runs[name].append(result)
+            runs[name].append(run_worker(args, env))
     return runs
 
 
-def median_of(results: list[dict[str, float]]) -> dict[str, float] | None:
+def median_of(results: list[dict[str, float] | None]) -> dict[str, float] | None:
     """Key by key, the median over the rounds' results; None when every run failed."""
-    if not results:
+    done = [r for r in results if r is not None]
+    if not done:
         return None
-    return {key: statistics.median(r[key] for r in results) for key in results[0]}
+    return {key: statistics.median(r[key] for r in done) for key in done[0]}
 
 
 def median_ratio(
-    ours: list[dict[str, float]], theirs: list[dict[str, float]], key: str, invert: bool = False
+    ours: list[dict[str, float] | None],
+    theirs: list[dict[str, float] | None],
+    key: str,
+    invert: bool = False,
 ) -> float | None:
     """The median over rounds of ``ours[key] / theirs[key]`` (``theirs / ours`` with
     ``invert``), each ratio taken within one round; None without a round of both."""
-    pairs = list(zip(ours, theirs, strict=False))
+    pairs = [(o, t) for o, t in zip(ours, theirs, strict=True) if o is not None and t is not None]
     if not pairs:
         return None
     return statistics.median((t[key] / o[key]) if invert else (o[key] / t[key]) for o, t in pairs)
