@@ -174,6 +174,18 @@ class Variable:
         """Add ``d`` to this leaf's stored derivative."""
         raise NotImplementedError(f"{type(self).__name__} must define accumulate_derivative")
 
+    def fit_derivative(self, d: Any) -> Any:
+        """``d``, a derivative with respect to this Variable as an operation's backward
+        returned it, in this Variable's own form: a number as it is. Tensor overrides it
+        (a gradient can come back in the broadcast shape of the operation's result)."""
+        return d
+
+    def fitted_chain_rule(self, d_output: Any) -> list[tuple[Variable, Any]]:
+        """:meth:`chain_rule`, each derivative then passed through its input's
+        :meth:`fit_derivative`. A subclass whose derivatives need fitting (Tensor) makes
+        this its ``chain_rule``; ``backpropagate`` may then run the same steps inline."""
+        return [(inp, inp.fit_derivative(d)) for inp, d in Variable.chain_rule(self, d_output)]
+
     def chain_rule(self, d_output: Any) -> list[tuple[Variable, Any]]:
         """Apply the chain rule one step back.
 
@@ -241,14 +253,16 @@ def backpropagate(variable: Variable, deriv: Any, retain_graph: bool = False) ->
     """
     # BEGIN SOLUTION 0.5
     derivs: dict[int, Any] = {variable.unique_id: deriv}
-    plain = Variable.chain_rule
+    plain, fitted = Variable.chain_rule, Variable.fitted_chain_rule
     for var in topological_sort(variable):
         d = derivs.pop(var.unique_id)
         history = var.history
         if history is None:
             var.accumulate_derivative(d)
             continue
-        if type(var).chain_rule is plain:  # chain_rule's steps inline: the hot path
+        chain = type(var).chain_rule
+        fit = chain is fitted
+        if fit or chain is plain:  # chain_rule's steps inline: the hot path
             inputs = history.inputs
             grads = history.last_fn.backward(history, d)
             if type(grads) is not tuple:
@@ -262,14 +276,16 @@ def backpropagate(variable: Variable, deriv: Any, retain_graph: bool = False) ->
             steps = var.chain_rule(d)
             inputs = tuple(parent for parent, _ in steps)
             grads = tuple(grad for _, grad in steps)
+            fit = False  # chain_rule fitted them
         i = 0
         for parent in inputs:
             if parent.requires_grad:
+                grad = parent.fit_derivative(grads[i]) if fit else grads[i]
                 key = parent.unique_id
                 if key in derivs:
-                    derivs[key] = derivs[key] + grads[i]
+                    derivs[key] = derivs[key] + grad
                 else:
-                    derivs[key] = grads[i]
+                    derivs[key] = grad
             i += 1
         if not retain_graph:
             history.saved_values = _RELEASED  # Context.release, inline

@@ -280,14 +280,13 @@ class Tensor(Variable):
         else:
             self.grad = self.backend.add_zip(self.grad, d)
 
-    def chain_rule(self, d_output: Any) -> list[tuple[Variable, Any]]:
-        """Stage 0's chain rule, then each gradient summed back to its input's shape."""
-        steps = super().chain_rule(d_output)
-        for i, (inp, grad) in enumerate(steps):
-            shape = inp._tensor.shape  # type: ignore[attr-defined]
-            if grad._tensor.shape != shape:  # most gradients have their input's shape
-                steps[i] = (inp, tf.unbroadcast(grad, shape))
-        return steps
+    chain_rule = Variable.fitted_chain_rule
+    """Stage 0's chain rule, then each gradient summed back to its input's shape."""
+
+    def fit_derivative(self, d: Tensor) -> Tensor:
+        """``d`` summed back to this tensor's shape where an operation broadcast it."""
+        shape = self._tensor.shape
+        return d if d._tensor.shape == shape else tf.unbroadcast(d, shape)
 
     def backward(self, grad_output: Tensor | None = None, retain_graph: bool = False) -> None:
         """Backpropagate from this tensor, adding d self / d leaf to every leaf's ``grad``.
@@ -420,7 +419,7 @@ class Tensor(Variable):
     def mean(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """The mean over ``dim``, or over every entry when ``dim`` is None."""
         count = self.size if dim is None else self.shape[self._dim(dim)]
-        return self.sum(dim, keepdim) / float(count)
+        return self.sum(dim, keepdim) * (1.0 / count)  # one operation, not Mul and Inv
 
     def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """The largest value over ``dim`` (values only, like ``torch.amax``), or over

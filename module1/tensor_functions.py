@@ -14,6 +14,7 @@ sums them back to each input's shape with :func:`unbroadcast` (called from
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from sys import getrefcount
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -95,8 +96,9 @@ class Function:
                     if kind is not first_kind and kind != first_kind:
                         _same_dtype(cls.__name__, (*inputs, v))
                 inputs.append(v)
-                need_grad = need_grad or v.requires_grad
-                args[i] = v.detach()  # type: ignore[attr-defined]
+                if v.requires_grad:  # a constant is passed as it is: it has no history
+                    need_grad = True
+                    args[i] = v.detach()  # type: ignore[attr-defined]
         need_grad = need_grad and grad_mode.enabled
         ctx = Context(cls, tuple(inputs) if need_grad else ())
         out = cls.forward(ctx, *args)
@@ -105,7 +107,12 @@ class Function:
                 f"{cls.__name__}.forward must return a Tensor, but returned "
                 f"{type(out).__name__} {out!r}"
             )
-        return out._attach(ctx) if need_grad else out
+        if not need_grad:
+            return out
+        if getrefcount(out) == 2:  # only `out` refers to it (and the call's argument):
+            out.history, out.requires_grad = ctx, True  # a new tensor; attach in place
+            return out
+        return out._attach(ctx)  # something else holds it (an input returned as it is)
 
 
 # ## Unary operations

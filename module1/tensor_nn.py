@@ -98,7 +98,10 @@ def binary_cross_entropy_with_logits(logits: Tensor, targets: Tensor) -> Tensor:
     if logits.shape != targets.shape:
         raise ShapeError(f"logits of shape {logits.shape} and targets of shape {targets.shape}")
     # BEGIN SOLUTION 1.5
+    # The same sum regrouped into fewer operations (each costs a few microseconds, and
+    # most of an MLP step's operations are the loss's): z (1/2 - y) + |z|/2 + log(1 +
+    # e^{-|z|}), the last term as -log(sigmoid(|z|)), a log of a value in [1/2, 1].
     magnitude = logits.relu() + (-logits).relu()
-    softplus = ((-magnitude).exp() + 1.0).log()
-    return ((logits + magnitude) * 0.5 - logits * targets + softplus).mean()
+    weight = -targets + 0.5  # a constant: the targets need no gradient
+    return (logits * weight + magnitude * 0.5 - magnitude.sigmoid().log()).mean()
     # END SOLUTION

@@ -343,9 +343,15 @@ def tensor_matrix_multiply_packed(
     per matrix costs nothing measurable). The output is zeroed with one fill when its
     storage is its own: the strided loop of :func:`batch_bases` took a tenth of a
     float32 product at 512."""
-    bases = batch_bases(out, out_shape, out_strides, a_shape, a_strides, b_shape, b_strides)
     n, p, m = out_shape[-2], out_shape[-1], a_shape[-1]
-    for o_base, a_base, b_base in bases.tolist():
+    if len(out_shape) == 2 and len(out) == n * p:  # one matrix, its storage its own
+        out.fill(0.0)
+        bases = [(0, 0, 0)]  # a 2-D view starts at position 0 of its storage
+    else:
+        bases = batch_bases(
+            out, out_shape, out_strides, a_shape, a_strides, b_shape, b_strides
+        ).tolist()
+    for o_base, a_base, b_base in bases:
         gemm(
             out, o_base, out_strides[-2], out_strides[-1],
             a_storage, a_base, a_strides[-2], a_strides[-1],

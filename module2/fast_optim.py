@@ -157,7 +157,9 @@ def _grad_storage(index: int, parameter: Parameter, value: Tensor) -> Storage:
     return grad.to_numpy().reshape(-1)
 
 
-def _prepare(parameters: list[Parameter]) -> list[tuple[int, Parameter, Storage, Storage]]:
+def _prepare(
+    parameters: list[Parameter], checked: list[Any]
+) -> list[tuple[int, Parameter, Storage, Storage]]:
     """``(index, parameter, storage, gradient)`` for each parameter that has a gradient,
     its storage safe to update in place: ``size`` values in index order that no other
     parameter's storage overlaps.
@@ -165,8 +167,21 @@ def _prepare(parameters: list[Parameter]) -> list[tuple[int, Parameter, Storage,
     A parameter that is a view (a transpose, a broadcast, part of a larger storage, or on
     a storage another parameter of the optimizer uses) first gets a fresh contiguous
     copy of its values, once: what stage 0's optimizers do on every step. So the values
-    are stage 0's even then."""
+    are stage 0's even then.
+
+    ``checked`` (the optimizer's, initially empty) holds each parameter's TensorData
+    and storage as this found them safe: while they are the same objects, the next
+    step skips those checks and checks only the gradients."""
     values = [_tensor_value(i, p) for i, p in enumerate(parameters)]
+    if len(checked) == len(values) and all(
+        v._tensor is data and v._tensor._storage is storage
+        for v, (data, storage) in zip(values, checked, strict=True)
+    ):
+        return [
+            (i, p, value._tensor._storage, _grad_storage(i, p, value))
+            for i, (p, value) in enumerate(zip(parameters, values, strict=True))
+            if value.grad is not None
+        ]
     roots = [_root(v._tensor._storage) for v in values]  # alive: their ids stay unique
     users = Counter(id(root) for root in roots)
     work = []
@@ -179,6 +194,10 @@ def _prepare(parameters: list[Parameter]) -> list[tuple[int, Parameter, Storage,
         if not owned or users[id(_root(storage))] > 1:
             value._tensor = TensorData(value.to_numpy().reshape(-1), value.shape)
         work.append((i, p, value._tensor._storage, _grad_storage(i, p, value)))
+    # Remembered only when every parameter was checked (had a gradient).
+    checked[:] = (
+        [(v._tensor, v._tensor._storage) for v in values] if len(work) == len(values) else []
+    )
     return work
 
 
@@ -225,11 +244,12 @@ class FastAdam(Adam):
             _tensor_value(i, p)
         self.first_moment: list[Any] = [None] * len(self.parameters)
         self.second_moment: list[Any] = [None] * len(self.parameters)
+        self._checked: list[Any] = []
 
     def step(self) -> None:
         """Update every parameter that has a gradient: one kernel call each."""
         beta1, beta2 = self.betas
-        for i, p, param, grad in _prepare(self.parameters):
+        for i, p, param, grad in _prepare(self.parameters, self._checked):
             m, _ = _state(self.first_moment, i, p, param.size, "first moment")
             v, _ = _state(self.second_moment, i, p, param.size, "second moment")
             self.steps[i] += 1
@@ -248,10 +268,11 @@ class FastSGD(SGD):
         super().__init__(parameters, lr, momentum)
         for i, p in enumerate(self.parameters):
             _tensor_value(i, p)
+        self._checked: list[Any] = []
 
     def step(self) -> None:
         """Move every parameter that has a gradient: one kernel call each."""
-        for i, p, param, grad in _prepare(self.parameters):
+        for i, p, param, grad in _prepare(self.parameters, self._checked):
             velocity, has_velocity = _NO_VELOCITY, False
             if self.momentum:
                 velocity, has_velocity = _state(self.velocity, i, p, param.size, "velocity")

@@ -24,7 +24,8 @@ side's only run. Sections:
   equivalent (for sigmoid ``1 / (1 + np.exp(-x))``: NumPy has none of its own).
 * ``train``  one epoch of the split classifier with hidden 100 (``project.train``'s
   defaults) on the fast and the simple backend, and the same model, data and Adam in
-  PyTorch when it is installed.
+  PyTorch when it is installed; each epoch also reads back the loss and the accuracy,
+  as ``project.train``'s epoch does.
 * ``startup``  import plus the first call of each kind of op in a fresh process, with an
   empty kernel cache (cold: Numba compiles) and again with the cache it left (warm).
 """
@@ -218,11 +219,15 @@ def work_train(kind: str, repeats: int, points: int = 50, hidden: int = 100) -> 
         tX, ty = torch.from_numpy(X), torch.from_numpy(y)
         loss_fn = torch.nn.BCEWithLogitsLoss()
 
-        def step() -> None:
+        def step() -> None:  # what tensor_epoch does, the loss and accuracy included
+            logits = model(tX)
+            loss = loss_fn(logits, ty)
             opt.zero_grad()
-            loss = loss_fn(model(tX), ty)
             loss.backward()
             opt.step()
+            predictions = logits.detach().numpy() > 0.0
+            float(np.mean(predictions == (ty.numpy() > 0.5)))
+            loss.item()
 
     else:
         from project.train import TENSOR_BACKENDS, Config, TensorTrainer, make_optimizer
