@@ -224,7 +224,7 @@ class Tensor(Variable):
 
     def _reshaped(self, shape: Sequence[int]) -> Tensor:
         """A constant view of a contiguous tensor's storage under ``shape`` (no checks)."""
-        return self._new(TensorData(self._tensor._storage, tuple(shape)))
+        return _wrap(TensorData.contiguous(self._tensor._storage, tuple(shape)), self.backend)
 
     def _attach(self, ctx: Context) -> Tensor:
         """This tensor's values as the result of the operation ``ctx`` records."""

@@ -235,6 +235,24 @@ class TensorData:
         self.dims = len(self.shape)
         return self
 
+    @classmethod
+    def view(cls, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...]) -> TensorData:
+        """Another view (``shape``, ``strides``) of an existing TensorData's ``storage``,
+        without ``__init__``'s conversion of the storage: what ``permute`` gives, for the
+        code that makes one per operation. The storage must hold the view (checked)."""
+        self = cls.__new__(cls)
+        self._storage = storage
+        self.shape, self.strides, self._shape, self._strides, self.size, needed = _layout(
+            shape, strides
+        )
+        if needed > len(storage):
+            raise ShapeError(
+                f"storage of {len(storage)} values is too small for shape {self.shape} "
+                f"with strides {self.strides}"
+            )
+        self.dims = len(self.shape)
+        return self
+
     def is_contiguous(self) -> bool:
         """True when the strides are the row-major strides of the shape (dimensions of
         size 1 may have any stride), so storage order is index order."""

@@ -64,6 +64,17 @@ def _same_backend(name: str, inputs: tuple[Variable, ...]) -> None:
             )
 
 
+def _references_alone() -> int:
+    """What ``getrefcount`` says of an object that one local variable alone refers to
+    (2 on CPython 3.11: the variable and the call's argument; newer interpreters may
+    borrow the argument's reference)."""
+    new = object()
+    return getrefcount(new)
+
+
+_ALONE = _references_alone()
+
+
 class Function:
     """A differentiable tensor operation.
 
@@ -109,7 +120,7 @@ class Function:
             )
         if not need_grad:
             return out
-        if getrefcount(out) == 2:  # only `out` refers to it (and the call's argument):
+        if getrefcount(out) == _ALONE:  # nothing but `out` refers to it:
             out.history, out.requires_grad = ctx, True  # a new tensor; attach in place
             return out
         return out._attach(ctx)  # something else holds it (an input returned as it is)
@@ -298,10 +309,13 @@ class Mul(Function):
         # END SOLUTION
 
     @staticmethod
-    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor | None, Tensor | None]:
         # BEGIN SOLUTION 1.4
         a, b = ctx.saved_values
-        return d.backend.mul_zip(d, b), d.backend.mul_zip(d, a)
+        # Only the products whose gradient is wanted (a constant factor gets none).
+        want_a, want_b = [t.requires_grad for t in ctx.inputs] or (True, True)
+        f = d.backend
+        return f.mul_zip(d, b) if want_a else None, f.mul_zip(d, a) if want_b else None
         # END SOLUTION
 
 
@@ -382,7 +396,7 @@ class Sum(Function):
         (shape,) = ctx.saved_values
         # BEGIN SOLUTION 1.4
         # Every entry of the input contributed once: spread d back over the summed dim.
-        return d.backend.id_map(d, d.zeros(shape))
+        return d.backend.id_map(d, d.empty(shape))  # the map writes every entry
         # END SOLUTION
 
 
@@ -499,10 +513,11 @@ def _converted(a: Tensor, dtype: Any) -> Tensor:
 
 
 def _swap_last(t: Tensor) -> Tensor:
-    """A view of ``t`` with its last two dimensions swapped (no graph)."""
-    order = list(range(t.dims))
-    order[-2], order[-1] = order[-1], order[-2]
-    return t._new(t._tensor.permute(*order))
+    """A view of ``t`` with its last two dimensions swapped (no graph): ``permute``'s
+    result, made without its checks (two per product in every backward)."""
+    data = t._tensor
+    (*batch, rows, cols), (*steps, row, col) = data.shape, data.strides
+    return t._new(TensorData.view(data._storage, (*batch, cols, rows), (*steps, col, row)))
 
 
 class MatMul(Function):

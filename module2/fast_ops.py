@@ -1171,9 +1171,10 @@ def tensor_reduce_kernel(
     for dim in range(reduce_dim + 1, len(a_shape)):
         inner *= a_shape[dim]
     if inner > 1 and is_contiguous(a_shape, a_strides) and is_contiguous(out_shape, out_strides):
-        # Blocks of outputs: at most BLOCK wide, and at least 8 of them for each outer
-        # index (so one wide row of outputs still keeps every core busy).
-        width = min(BLOCK, max(LANES, (inner + 7) // 8))
+        # Blocks of outputs: at most BLOCK wide, and in parallel at least 8 of them for
+        # each outer index (so one wide row of outputs still keeps every core busy);
+        # on one thread whole rows (half the calls for a (50, 100) bias gradient).
+        width = min(BLOCK, inner if serial else max(LANES, (inner + 7) // 8))
         jobs = size // inner * ((inner + width - 1) // width)
         if serial:
             for job in range(jobs):
