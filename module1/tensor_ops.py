@@ -351,7 +351,9 @@ def zip_output(a: Tensor, b: Tensor) -> Tensor:
     """A new tensor (values unset: the kernel writes them all) of the shape ``a`` and
     ``b`` broadcast to."""
     a_shape, b_shape = a._tensor.shape, b._tensor.shape
-    return a.empty(a_shape if a_shape == b_shape else shape_broadcast(a_shape, b_shape))
+    if a_shape == b_shape or not b_shape:  # the same shape, or b a single number
+        return a.empty(a_shape)
+    return a.empty(b_shape if not a_shape else shape_broadcast(a_shape, b_shape))
 
 
 def reduce_output(a: Tensor, dim: int, start: float) -> Tensor:
@@ -372,6 +374,8 @@ def matmul_shape(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[in
             f"matmul of shapes {a_shape} and {b_shape}: inner dimensions "
             f"{a_shape[-1]} and {b_shape[-2]} differ"
         )
+    if len(a_shape) == 2 and len(b_shape) == 2:  # no batch dimensions
+        return (a_shape[0], b_shape[1])
     try:
         batch = shape_broadcast(a_shape[:-2], b_shape[:-2])
     except ShapeError:
