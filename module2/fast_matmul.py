@@ -32,26 +32,31 @@ FASTMATH = {"contract", "reassoc"}
 # BEGIN SOLUTION 2.3 omit
 from llvmlite import ir  # noqa: E402
 from numba.core import cgutils, types  # noqa: E402
-from numba.extending import intrinsic  # noqa: E402
+from numba.extending import intrinsic, overload  # noqa: E402
 
 # The reference's gemm is laid out as BLAS libraries are (the README's "Task 2.3"):
 # both operands packed into micro-panels, then blocks of the output in parallel, each
-# computed by a micro-kernel that keeps an 8 x 16 tile of the output in registers
+# computed by a micro-kernel that keeps an 8-row tile of the output in registers
 # across the whole depth of a panel and adds one outer product per step of k.
-TILE_ROWS, TILE_COLS = 8, 16
-"""The rank-1 micro-kernel's tile: 8 x 16 running sums (16 vector registers of 8
-float64, or 8 of 16 float32, of AVX-512's 32), 16 values of ``b`` loaded and 8 of ``a``
-broadcast per step of ``k``. Eight rows rather than six: no edge panels when ``m`` is a
-multiple of 8, and 10 loads per 16 vector multiply-adds instead of 8 per 12 (measured
-at 256 / 512 / 1024 against 6 x 16, in one process, alternating: +9%, +2%, +3%)."""
+TILE_ROWS = 8
+"""Rows of the rank-1 micro-kernel's tile, 8 values of ``a`` broadcast per step of
+``k``. Eight rather than six: no edge panels when ``m`` is a multiple of 8, and 10
+loads per 16 vector multiply-adds instead of 8 per 12 (measured at 256 / 512 / 1024
+against 6 x 16, float64, in one process, alternating: +9%, +2%, +3%)."""
+TILE_BYTES = 128
+"""Bytes in a row of the tile: two AVX-512 vectors, so 16 float64 or 32 float32
+columns (:func:`tile_cols`), 16 vector registers of running sums of the 32 either way.
+With 16 float32 columns (one vector a row) the kernel made 193 GFLOP/s on one core
+where 8 x 32 makes 244 (Zen 5): a broadcast load for each multiply-add."""
 DEPTH = 256
-"""Depth of a packed micro-panel (``KC`` in BLIS): a 256 x 16 panel of ``b`` is 32 KiB
-in float64."""
-BLOCK_ROWS, BLOCK_COLS = 64, 128
+"""Depth of a packed micro-panel (``KC`` in BLIS): a 256-deep panel of ``b`` is 32 KiB
+(256 x 16 float64, or 256 x 32 float32)."""
+BLOCK_ROWS, BLOCK_PANELS = 64, 8
 """One parallel task: 64 rows (8 panels of ``a``, 128 KiB in float64: they stay in L2)
-by 128 columns (8 panels of ``b``) of the output. Small enough that a 256 x 256 product
-makes 8 tasks, so two threads share them evenly (at 96 x 256 it made 3, and one
-thread did two: 60 against 77 GFLOP/s); larger blocks measured no faster at 1024."""
+by 8 panels of ``b`` (128 columns in float64, 256 in float32) of the output. Small
+enough that a float64 256 x 256 product makes 8 tasks, so two threads share them evenly
+(at 96 x 256 it made 3, and one thread did two: 60 against 77 GFLOP/s); larger blocks
+measured no faster at 1024, nor 4 panels instead of 8 in float32."""
 SERIAL_MAX = 1 << 20
 """Products of fewer multiply-adds run on the calling thread: waking the thread pool
 twice cost more than the second core saved."""
@@ -131,11 +136,36 @@ def prefetch(typingctx: Any, array: Any, index: Any) -> Any:
     return types.void(array, index), codegen
 
 
-_generated: dict[str, Any] = {"prefetch": prefetch}
-exec(  # our own generated source
-    compile(rank1_kernel_source(TILE_ROWS, TILE_COLS), "<rank1_kernel>", "exec"), _generated
-)
-rank1_kernel = njit(inline="always", fastmath=RANK1_FASTMATH)(_generated["rank1_kernel"])
+def _generate(cols: int) -> Any:
+    """The ``TILE_ROWS x cols`` rank-1 kernel as a Python function (from our source)."""
+    namespace: dict[str, Any] = {"prefetch": prefetch}
+    exec(compile(rank1_kernel_source(TILE_ROWS, cols), f"<rank1_kernel_{cols}>", "exec"), namespace)
+    return namespace["rank1_kernel"]
+
+
+_KERNELS = {8: _generate(TILE_BYTES // 8), 4: _generate(TILE_BYTES // 4)}
+"""The generated kernels by item size: 8 x 16 for float64, 8 x 32 for float32."""
+
+
+@njit(inline="always")
+def tile_cols(like: Any) -> int:
+    """Columns of the tile for ``like``'s dtype: :data:`TILE_BYTES` of values."""
+    return TILE_BYTES // like.itemsize
+
+
+def rank1_kernel(
+    a_panel: Any, b_panel: Any, kc: int, tile: Any, out: Storage, base: int, o_row: int,
+    full: bool, a_next: Any, b_next: Any,
+) -> None:  # fmt: skip
+    """The generated kernel for the panels' dtype (:data:`_KERNELS`), chosen when the
+    caller compiles: each dtype's gemm compiles its own kernel only."""
+    _KERNELS[b_panel.itemsize](a_panel, b_panel, kc, tile, out, base, o_row, full, a_next, b_next)
+
+
+@overload(rank1_kernel, inline="always", jit_options={"fastmath": RANK1_FASTMATH})
+def _rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, a_next, b_next):
+    # unannotated, as fast_ops._exp_loop
+    return _KERNELS[b_panel.dtype.bitwidth // 8]
 
 
 @njit
@@ -181,11 +211,12 @@ def pack_b(
     b_pack: Any, block: int, panel: int,
     b: Storage, b_base: int, b_row: int, b_col: int, k: int, n: int,
 ) -> None:  # fmt: skip
-    """``b_pack[block, panel][p, q] = b[block * DEPTH + p, panel * TILE_COLS + q]``;
-    the columns past ``n`` are zeros."""
+    """``b_pack[block, panel][p, q] = b[block * DEPTH + p, panel * width + q]`` (``width``
+    the panel's: :func:`tile_cols`); the columns past ``n`` are zeros."""
     dst = b_pack[block, panel]
-    p0, q0 = block * DEPTH, panel * TILE_COLS
-    kc, cols = min(DEPTH, k - p0), min(TILE_COLS, n - q0)
+    width = dst.shape[1]
+    p0, q0 = block * DEPTH, panel * width
+    kc, cols = min(DEPTH, k - p0), min(width, n - q0)
     if b_col == 1:
         for p in range(kc):
             src = b[b_base + (p0 + p) * b_row + q0 :]
@@ -197,9 +228,9 @@ def pack_b(
             start = b_base + p0 * b_row + (q0 + q) * b_col
             for p in range(kc):
                 dst[p, q] = b[start + p * b_row]
-    if cols < TILE_COLS:
+    if cols < width:
         for p in range(kc):
-            for q in range(cols, TILE_COLS):
+            for q in range(cols, width):
                 dst[p, q] = 0.0
 
 
@@ -228,16 +259,17 @@ def multiply_block(
     """Add the panels ``rows[0]:rows[1]`` of ``a`` times the panels ``cols[0]:cols[1]``
     of ``b`` to ``out``: for each block of depth, for each panel of ``b`` (it stays in
     L1), for each panel of ``a`` (they stay in L2), one call of the micro-kernel."""
-    tile = np.empty((TILE_ROWS, TILE_COLS), a_pack.dtype)
+    width = b_pack.shape[3]
+    tile = np.empty((TILE_ROWS, width), a_pack.dtype)
     for block in range(a_pack.shape[0]):
         kc = min(DEPTH, k - block * DEPTH)
         for jp in range(cols[0], cols[1]):
             b_panel = b_pack[block, jp]
-            nr = min(TILE_COLS, n - jp * TILE_COLS)
+            nr = min(width, n - jp * width)
             for ip in range(rows[0], rows[1]):
                 mr = min(TILE_ROWS, m - ip * TILE_ROWS)
-                base = o_base + ip * TILE_ROWS * o_row + jp * TILE_COLS * o_col
-                full = mr == TILE_ROWS and nr == TILE_COLS and o_col == 1
+                base = o_base + ip * TILE_ROWS * o_row + jp * width * o_col
+                full = mr == TILE_ROWS and nr == width and o_col == 1
                 if ip + 1 < rows[1]:  # the next call: the next panel of a, the same of b
                     a_next, b_next = a_pack[block, ip + 1], b_panel
                 else:  # the first panel of a again, with the next panel of b
@@ -274,9 +306,10 @@ def gemm(
     # BEGIN SOLUTION 2.3
     blocks = (k + DEPTH - 1) // DEPTH
     a_panels = (m + TILE_ROWS - 1) // TILE_ROWS
-    b_panels = (n + TILE_COLS - 1) // TILE_COLS
+    width = tile_cols(a)
+    b_panels = (n + width - 1) // width
     a_pack = empty_aligned((blocks, a_panels, DEPTH, TILE_ROWS), a)
-    b_pack = empty_aligned((blocks, b_panels, DEPTH, TILE_COLS), a)
+    b_pack = empty_aligned((blocks, b_panels, DEPTH, width), a)
     jobs = blocks * (a_panels + b_panels)
     if m * n * k < SERIAL_MAX:  # the same steps on this thread
         for task in range(jobs):
@@ -288,7 +321,7 @@ def gemm(
         return
     for task in prange(jobs):  # pack every panel of both, once
         pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
-    rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_COLS // TILE_COLS
+    rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_PANELS
     row_tasks = (a_panels + rows_per - 1) // rows_per
     col_tasks = (b_panels + cols_per - 1) // cols_per
     for task in prange(row_tasks * col_tasks):
