@@ -7,8 +7,8 @@ forward and records a :class:`~module0.autodiff.Context`, the same record stage 
 Scalars use, so stage 0's ``backpropagate`` differentiates tensors unchanged.
 
 Gradients may come back in the *broadcast* shape of the operation's result; the engine
-sums them back to each input's shape with :func:`unbroadcast` (called from
-``Tensor.chain_rule``).
+sums them back to each input's shape with :func:`unbroadcast` (``Tensor.fit_derivative``,
+called from ``Tensor.chain_rule``).
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ class Function:
 
     @classmethod
     def apply(cls, *vals: Any) -> Tensor:
-        """Run ``forward`` on the tensor arguments detached (same storage, no history)
-        and, when one of them requires a gradient (and grad mode is on), attach the
-        operation's Context to the result."""
+        """Run ``forward`` on the tensor arguments detached (same storage, no history;
+        a constant is passed as it is) and, when one of them requires a gradient (and
+        grad mode is on), attach the operation's Context to the result."""
         # One plain loop, no generators: this runs once per operation.
         inputs: list[Variable] = []
         args = list(vals)
