@@ -285,7 +285,7 @@ class Tensor(Variable):
 
     def fit_derivative(self, d: Tensor) -> Tensor:
         """``d`` summed back to this tensor's shape where an operation broadcast it."""
-        shape = self._tensor.shape
+        shape = self._tensor.shape  # unbroadcast checks too; this skips a call per gradient
         return d if d._tensor.shape == shape else tf.unbroadcast(d, shape)
 
     def backward(self, grad_output: Tensor | None = None, retain_graph: bool = False) -> None:

@@ -212,6 +212,11 @@ class TensorData:
             if array.dtype.char not in "df":  # float64 and float32 are kept
                 array = array.astype(np.float64)
             self._storage = array if array.ndim == 1 else array.reshape(-1)
+        self._set_layout(shape, strides)
+
+    def _set_layout(self, shape: UserShape, strides: UserStrides | None) -> None:
+        """Shape, strides, index arrays, size and dims from :func:`_layout`; ShapeError
+        when the storage is too small for them."""
         layout = _layout(shape, strides)
         self.shape, self.strides, self._shape, self._strides, self.size, needed = layout
         if needed > len(self._storage):
@@ -242,15 +247,7 @@ class TensorData:
         code that makes one per operation. The storage must hold the view (checked)."""
         self = cls.__new__(cls)
         self._storage = storage
-        self.shape, self.strides, self._shape, self._strides, self.size, needed = _layout(
-            shape, strides
-        )
-        if needed > len(storage):
-            raise ShapeError(
-                f"storage of {len(storage)} values is too small for shape {self.shape} "
-                f"with strides {self.strides}"
-            )
-        self.dims = len(self.shape)
+        self._set_layout(shape, strides)
         return self
 
     def is_contiguous(self) -> bool:

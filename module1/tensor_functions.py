@@ -75,6 +75,13 @@ def _references_alone() -> int:
 _ALONE = _references_alone()
 
 
+def _wanted(ctx: Context) -> list[bool]:
+    """Whether each input of the operation wants a gradient (as PyTorch's
+    ``needs_input_grad``); all True for a Context made without inputs (a backward
+    called directly)."""
+    return [t.requires_grad for t in ctx.inputs] or [True] * 2
+
+
 class Function:
     """A differentiable tensor operation.
 
@@ -313,7 +320,7 @@ class Mul(Function):
         # BEGIN SOLUTION 1.4
         a, b = ctx.saved_values
         # Only the products whose gradient is wanted (a constant factor gets none).
-        want_a, want_b = [t.requires_grad for t in ctx.inputs] or (True, True)
+        want_a, want_b = _wanted(ctx)
         f = d.backend
         return f.mul_zip(d, b) if want_a else None, f.mul_zip(d, a) if want_b else None
         # END SOLUTION
@@ -538,7 +545,7 @@ class MatMul(Function):
         f = d.backend
         # Only the products whose gradient is wanted (as PyTorch's needs_input_grad):
         # chain_rule leaves constants out, and an MLP's first layer multiplies its data.
-        want_a, want_b = [t.requires_grad for t in ctx.inputs] or (True, True)
+        want_a, want_b = _wanted(ctx)
         return (
             f.matrix_multiply(d, _swap_last(b)) if want_a else None,
             f.matrix_multiply(_swap_last(a), d) if want_b else None,

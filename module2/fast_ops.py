@@ -883,6 +883,18 @@ def zip_run(
     )  # fmt: skip
 
 
+@njit(inline="always")
+def broadcast_steps(shape: Shape, strides: Strides, dims: int, outer: int) -> Any:
+    """How far a tensor broadcast to a ``dims``-dimensional output moves in storage for
+    one step along each of the output's first ``outer`` dimensions (0 where broadcast)."""
+    steps = np.zeros(dims, np.int64)
+    for dim in range(outer):
+        own = dim - (dims - len(shape))
+        if own >= 0 and shape[own] != 1:
+            steps[dim] = strides[own]
+    return steps
+
+
 @njit
 def zip_chunk(
     op: int,
@@ -910,15 +922,8 @@ def zip_chunk(
     while outer > 0 and inside < n:
         outer -= 1
         inside *= out_shape[outer]
-    a_steps = np.zeros(dims, np.int64)  # each input's step along each output dimension
-    b_steps = np.zeros(dims, np.int64)
-    for dim in range(outer):
-        own = dim - (dims - len(a_shape))
-        if own >= 0 and a_shape[own] != 1:
-            a_steps[dim] = a_strides[own]
-        own = dim - (dims - len(b_shape))
-        if own >= 0 and b_shape[own] != 1:
-            b_steps[dim] = b_strides[own]
+    a_steps = broadcast_steps(a_shape, a_strides, dims, outer)
+    b_steps = broadcast_steps(b_shape, b_strides, dims, outer)
     to_index(start * n, out_shape, out_index)
     broadcast_index(out_index, out_shape, a_shape, a_index)
     broadcast_index(out_index, out_shape, b_shape, b_index)

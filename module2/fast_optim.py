@@ -173,31 +173,28 @@ def _prepare(
     and storage as this found them safe: while they are the same objects, the next
     step skips those checks and checks only the gradients."""
     values = [_tensor_value(i, p) for i, p in enumerate(parameters)]
-    if len(checked) == len(values) and all(
+    known = len(checked) == len(values) and all(
         v._tensor is data and v._tensor._storage is storage
         for v, (data, storage) in zip(values, checked, strict=True)
-    ):
-        return [
-            (i, p, value._tensor._storage, _grad_storage(i, p, value))
-            for i, (p, value) in enumerate(zip(parameters, values, strict=True))
-            if value.grad is not None
-        ]
-    roots = [_root(v._tensor._storage) for v in values]  # alive: their ids stay unique
-    users = Counter(id(root) for root in roots)
+    )
+    if not known:
+        roots = [_root(v._tensor._storage) for v in values]  # alive: their ids stay unique
+        users = Counter(id(root) for root in roots)
     work = []
     for i, (p, value) in enumerate(zip(parameters, values, strict=True)):
         if value.grad is None:
             continue
         data = value._tensor
         storage = data._storage
-        owned = data.is_contiguous() and storage.size == data.size
-        if not owned or users[id(_root(storage))] > 1:
+        if not known and (
+            not (data.is_contiguous() and storage.size == data.size)
+            or users[id(_root(storage))] > 1
+        ):
             value._tensor = TensorData(value.to_numpy().reshape(-1), value.shape)
         work.append((i, p, value._tensor._storage, _grad_storage(i, p, value)))
-    # Remembered only when every parameter was checked (had a gradient).
-    checked[:] = (
-        [(v._tensor, v._tensor._storage) for v in values] if len(work) == len(values) else []
-    )
+    if not known:  # remembered only when every parameter was checked (had a gradient)
+        safe = len(work) == len(values)
+        checked[:] = [(v._tensor, v._tensor._storage) for v in values] if safe else []
     return work
 
 
