@@ -88,6 +88,9 @@ class Check:
     a match, else the reason. For checks whose answer is random (initialisers, dropout):
     the reference's answer carries what the judge needs (inputs, parameters)."""
     timed: Timed | None = None
+    signed_zeros: bool = False
+    """Zeros must match in sign too (``-0.0`` is not ``0.0``), where the task's contract
+    fixes it (stage 0's operators: ``neg(0.0)`` is ``-0.0``, ``relu(-0.0)`` is ``0.0``)."""
 
     @property
     def id(self) -> str:
@@ -110,11 +113,12 @@ def check(
     atol: float = 1e-9,
     judge: Callable[[Any, Any], str | None] | None = None,
     timed: Timed | None = None,
+    signed_zeros: bool = False,
 ) -> Callable[[Callable[[np.random.Generator], Any]], Callable[[np.random.Generator], Any]]:
     """Register the decorated function as a check of ``task`` (named after it)."""
 
     def register(fn: Callable[[np.random.Generator], Any]) -> Callable[..., Any]:
-        entry = Check(task, name or fn.__name__, fn, rtol, atol, judge, timed)
+        entry = Check(task, name or fn.__name__, fn, rtol, atol, judge, timed, signed_zeros)
         existing = _registry[-1].setdefault(task, [])
         if any(c.name == entry.name for c in existing):
             raise ValueError(f"two checks of task {task} are named {entry.name}")
@@ -202,7 +206,7 @@ def encode(value: Any, depth: int = 0) -> Any:
     if kind is np.ndarray:
         flat = value.astype(float).ravel().tolist()
         data = [x if math.isfinite(x) else repr(x) for x in flat]
-        return {"array": list(value.shape), "dtype": value.dtype.kind, "data": data}
+        return {"array": list(value.shape), "dtype": value.dtype.name, "data": data}
     return {"object": f"{kind.__module__}.{kind.__qualname__}"}
 
 
@@ -222,11 +226,15 @@ def _as_float(data: Any) -> float | None:
     return None
 
 
-def _close(expected: float, actual: float, rtol: float, atol: float) -> bool:
+def _close(expected: float, actual: float, rtol: float, atol: float, signed: bool = False) -> bool:
+    """Equal within the tolerance; nan only matches nan, an infinity only itself, and
+    with ``signed`` a zero only a zero of the same sign."""
     if math.isnan(expected) or math.isnan(actual):
         return math.isnan(expected) and math.isnan(actual)
     if math.isinf(expected) or math.isinf(actual):
         return expected == actual
+    if signed and expected == 0.0 and actual == 0.0:
+        return math.copysign(1.0, expected) == math.copysign(1.0, actual)
     return abs(actual - expected) <= atol + rtol * abs(expected)
 
 
@@ -257,13 +265,15 @@ def _kind(data: Any) -> str:
     return type(data).__name__
 
 
-def compare(expected: Any, actual: Any, rtol: float, atol: float, path: str = "") -> str | None:
+def compare(
+    expected: Any, actual: Any, rtol: float, atol: float, path: str = "", signed: bool = False
+) -> str | None:
     """``None`` when ``actual`` matches ``expected`` (both encoded), else where and how
-    they differ."""
+    they differ (``signed``: zeros must match in sign too)."""
     where = path.lstrip(".") or "the answer"
     if (want := _as_float(expected)) is not None:  # a float, or an encoded nan / inf
         got = _as_float(actual)
-        if got is None or not _close(want, got, rtol, atol):
+        if got is None or not _close(want, got, rtol, atol, signed):
             return f"{where}: expected {want!r}, got {_show(actual)}"
         return None
     if _kind(expected) != _kind(actual):
@@ -272,7 +282,7 @@ def compare(expected: Any, actual: Any, rtol: float, atol: float, path: str = ""
         if len(expected) != len(actual):
             return f"{where}: expected {len(expected)} items, got {len(actual)}"
         for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
-            if (problem := compare(e, a, rtol, atol, f"{path}[{i}]")) is not None:
+            if (problem := compare(e, a, rtol, atol, f"{path}[{i}]", signed)) is not None:
                 return problem
         return None
     if not isinstance(expected, dict):
@@ -285,22 +295,23 @@ def compare(expected: Any, actual: Any, rtol: float, atol: float, path: str = ""
         if not isinstance(a, dict) or sorted(e) != sorted(a):
             return f"{where}: expected keys {sorted(e)}, got {_show(actual)}"
         for name in e:
-            if (problem := compare(e[name], a[name], rtol, atol, f"{path}.{name}")) is not None:
+            problem = compare(e[name], a[name], rtol, atol, f"{path}.{name}", signed)
+            if problem is not None:
                 return problem
         return None
     if key == "tuple":
-        return compare(e, a, rtol, atol, path)
+        return compare(e, a, rtol, atol, path, signed)
     if key == "array":
         if e != a:
             return f"{where}: expected shape {tuple(e)}, got shape {_show(a)}"
         if expected.get("dtype") != actual.get("dtype"):
             kinds = f"{expected.get('dtype')!r}, got {actual.get('dtype')!r}"
-            return f"{where}: expected dtype kind {kinds}"
+            return f"{where}: expected dtype {kinds}"
         want, got = expected.get("data", []), actual.get("data", [])
         if not isinstance(got, list) or len(got) != len(want):
             return f"{where}: the array's data is malformed"
         for i, (x, y) in enumerate(zip(want, got, strict=True)):
-            if not _close(_float(x), _float(y), rtol, atol):
+            if not _close(_float(x), _float(y), rtol, atol, signed):
                 index = np.unravel_index(i, tuple(e)) if e else ()
                 return f"{where}{list(map(int, index))}: expected {_float(x)!r}, got {_show(y)}"
         return None
@@ -314,7 +325,10 @@ def judge_answer(entry: Check, reference: Any, answer: Any) -> str | None:
     try:
         if entry.judge is not None:
             return entry.judge(decode(reference), decode(answer))
-        problem = compare(_outputs(reference), _outputs(answer), entry.rtol, entry.atol)
+        problem = compare(
+            _outputs(reference), _outputs(answer), entry.rtol, entry.atol,
+            signed=entry.signed_zeros,
+        )  # fmt: skip
     except Exception as exc:  # malformed data from the sandbox
         return f"the answer could not be read ({type(exc).__name__})"
     if problem is None:
@@ -475,43 +489,6 @@ def _reference_rounds(entry: Check, timed: Timed, rounds: Sequence[int], out: An
             timed.baseline(round_rng(round_seed, entry))
             best = min(best, time.perf_counter() - start)
         _write(out, {"check": entry.id, "round": number, "answer": value, "baseline": best})
-
-
-def round_key(check_id: str, number: int) -> str:
-    """Where :func:`read_answers` keeps the answer to round ``number`` of a timed check."""
-    return f"{check_id}#{number}"
-
-
-def read_answers(data: bytes) -> dict[str, Any]:
-    """Check id (or :func:`round_key`) -> answer, from the JSON lines a run wrote
-    (malformed lines ignored; the first answer of a check or round counts)."""
-    answers: dict[str, Any] = {}
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-            key, answer = record["check"], record["answer"]
-            number = record.get("round")
-        except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
-            continue
-        if not isinstance(key, str):
-            continue
-        if isinstance(number, int) and not isinstance(number, bool):
-            key = round_key(key, number)
-        if key not in answers:
-            answers[key] = answer
-    return answers
-
-
-def read_baselines(data: bytes) -> dict[str, float]:
-    """:func:`round_key` -> the baseline's seconds, from the reference's run."""
-    times: dict[str, float] = {}
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-            times[round_key(record["check"], record["round"])] = float(record["baseline"])
-        except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
-            continue
-    return times
 
 
 def main(argv: Sequence[str] | None = None) -> None:

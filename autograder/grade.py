@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -43,15 +44,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder import sandbox
-from autograder.checks import (
-    Check,
-    judge_answer,
-    load_checks,
-    read_answers,
-    read_baselines,
+from autograder import paths, sandbox
+from autograder.channel import (
+    REFERENCE_LIMITS,
+    AnswerChannel,
+    RoundClock,
     round_key,
+    submission_limits,
 )
+from autograder.checks import Check, judge_answer, load_checks
 from autograder.paths import ROOT, available_tasks, course_tasks, repo_files
 from autograder.regions import find_regions, stub_text
 from autograder.task import Task
@@ -104,9 +105,30 @@ class TaskScore:
             lines.append(f"... and {len(self.failures) - 20} more failing checks")
         for check_id, times in self.timings:
             lines.append(f"TIMED {check_id}: {times}")
-        if self.output.strip():
-            lines += ["The run's last output:", *self.output.strip().splitlines()[-15:]]
+        shown = submission_output(self.output)
+        if shown:
+            lines.append(_OUTPUT_LABEL)
+            lines += shown
         return "\n".join(lines)
+
+
+_OUTPUT_LABEL = (
+    "What the submission's code printed last (its own words, not the grader's; shortened, "
+    "control characters and markup removed):"
+)
+_MARKUP: dict[str, str | int | None] = {"<": "‹", ">": "›", "&": "+", "`": "'"}
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\\\)?|.)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e]")
+
+
+def submission_output(text: str, lines: int = 15, width: int = 160) -> list[str]:
+    """The last ``lines`` lines the submission printed, safe to show: terminal escape
+    sequences and control characters removed, markup characters replaced, each line cut
+    at ``width`` and marked with ``| `` as the submission's, not the grader's."""
+    text = _CONTROL.sub("", _ESCAPES.sub("", text.replace("\r\n", "\n").replace("\r", "\n")))
+    text = text.translate(str.maketrans(_MARKUP))
+    kept = [line.rstrip() for line in text.strip().splitlines()][-lines:]
+    return [f"  | {line[:width]}" + (" [...]" if len(line) > width else "") for line in kept]
 
 
 @dataclass
@@ -116,6 +138,8 @@ class GradeReport:
     notes: list[str] = field(default_factory=list)
     grader_error: str = ""
     """Set when grading itself failed (every task then scores zero)."""
+    isolation: str = ""
+    """How the submission's code was isolated (:attr:`sandbox.Isolation.label`)."""
 
     @property
     def score(self) -> float:
@@ -126,25 +150,85 @@ class GradeReport:
         return float(sum(s.max_score for s in self.scores))
 
 
-def _safe_submission_file(submission: Path, rel: str) -> bytes | None:
-    """The bytes of ``submission/rel`` if it is a plain file inside the submission."""
-    current = submission
-    for part in Path(rel).parts:
-        current = current / part
+CHECK_RUNTIME = ("autograder/__init__.py", "autograder/checks.py", "tests/__init__.py")
+"""What a check run needs of the tooling, besides the stage packages and the checks."""
+
+
+def workspace_files(root: Path) -> list[Path]:
+    """What a check run sees of the grader's tree, by an allow-list: the stage packages
+    (their declared files come from the submission or are stubs), the check runner, and
+    of ``tests/`` only the checks and the helpers they import (``tests/*.py`` and
+    ``tests/moduleN/*.py`` that are not test files). Nothing else: not the tooling's own
+    tests (``tests/autograder/``, with its plain solutions), not ``project/``, not git."""
+    stages = {f"module{t.stage}" for t in available_tasks(root)}
+    keep = []
+    for rel in repo_files(root):
+        parts = rel.parts
+        if parts[0] in stages or rel.as_posix() in CHECK_RUNTIME:
+            keep.append(rel)
+        elif (
+            parts[0] == "tests" and rel.suffix == ".py" and not rel.name.startswith("test_")
+            and rel.name != "conftest.py"
+            and (len(parts) == 2 or (len(parts) == 3 and parts[1] in stages))
+        ):  # fmt: skip
+            keep.append(rel)
+    return keep
+
+
+def _tree_identities(root: Path) -> set[tuple[int, int]]:
+    """(device, inode) of every file of the grader's tree."""
+    found = set()
+    for rel in repo_files(root):
         try:
-            mode = os.lstat(current).st_mode
+            info = os.stat(root / rel)
         except OSError:
-            return None
-        if stat.S_ISLNK(mode):
-            return None
-    if not stat.S_ISREG(mode):
-        return None
-    if os.lstat(current).st_size > MAX_FILE_BYTES:
-        return None
+            continue
+        found.add((info.st_dev, info.st_ino))
+    return found
+
+
+def _safe_submission_file(
+    submission: Path, rel: str, forbidden: set[tuple[int, int]] | None = None
+) -> tuple[bytes | None, str]:
+    """The bytes of ``submission/rel``, and "" when taken, else why not: it must be a
+    regular file of at most 1 MiB, reached through no symbolic link, with one link only
+    (no hard link to a file elsewhere) and not the very file of one in the grader's
+    tree (``forbidden``: their device and inode). Opened component by component without
+    following links, and read by content from the descriptor checked."""
+    parts = Path(rel).parts
+    flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        return current.read_bytes()
+        fd = os.open(submission, flags | os.O_DIRECTORY)
     except OSError:
-        return None
+        return None, "the submission folder cannot be read"
+    try:
+        for part in parts[:-1]:
+            try:
+                next_fd = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            except OSError:
+                return None, "missing, or reached through a symbolic link"
+            os.close(fd)
+            fd = next_fd
+        try:
+            file_fd = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+        except OSError:
+            return None, "missing, or a symbolic link"
+        with os.fdopen(file_fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None, "not a regular file"
+            if info.st_nlink != 1:
+                return None, f"a hard link ({info.st_nlink} names for one file)"
+            if forbidden is not None and (info.st_dev, info.st_ino) in forbidden:
+                return None, "the grader's own copy of the file"
+            if info.st_size > MAX_FILE_BYTES:
+                return None, "larger than 1 MiB"
+            data = f.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                return None, "larger than 1 MiB"
+            return data, ""
+    finally:
+        os.close(fd)
 
 
 def build_workspace(
@@ -154,11 +238,15 @@ def build_workspace(
     graded_stage: int | None,
     reference_prerequisites: bool,
 ) -> list[str]:
-    """Fill ``workspace``; return notes about files that were missing or refused. The
-    result is readable by everyone (the sandbox user) and writable by no one else."""
+    """Fill ``workspace`` with :func:`workspace_files`; return notes about declared files
+    that were missing or refused. The result is readable by everyone (the sandbox user)
+    and writable by no one else."""
     notes: list[str] = []
     declared = {path: task.stage for task in course_tasks(root) for path in task.files}
-    for rel in repo_files(root):
+    own_tree = submission.resolve() == root.resolve()  # the grader grading its own tree
+    forbidden = None if own_tree else _tree_identities(root)
+    files = workspace_files(root)
+    for rel in files:
         path = rel.as_posix()
         target = workspace / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -169,20 +257,24 @@ def build_workspace(
         if reference_prerequisites and graded_stage is not None and stage < graded_stage:
             shutil.copyfile(root / rel, target)
             continue
-        data = _safe_submission_file(submission, path)
+        data: bytes | None
+        if own_tree:
+            data, why = (root / rel).read_bytes(), ""
+        else:
+            data, why = _safe_submission_file(submission, path, forbidden)
         if data is None:
             if graded_stage is None or stage <= graded_stage:  # later stages: not graded
-                notes.append(f"{path}: missing or not a plain file of at most 1 MiB; stub used")
+                notes.append(f"{path}: {why}; the handout's stub was used instead")
             reference = (root / rel).read_text(encoding="utf-8")
             target.write_text(stub_text(reference, path), encoding="utf-8")
         else:
             target.write_bytes(data)
-    for rel in repo_files(root):  # the tree's times: a kernel cache kept for a trusted
-        stamp = (root / rel).stat().st_mtime_ns  # tree (release) stays valid
+    for rel in files:  # the tree's times: a kernel cache kept for a trusted tree
+        stamp = (root / rel).stat().st_mtime_ns  # (release) stays valid
         os.utime(workspace / rel, ns=(stamp, stamp))
-    for folder, _, files in os.walk(workspace):
+    for folder, _, names in os.walk(workspace):
         os.chmod(folder, 0o755)
-        for name in files:
+        for name in names:
             os.chmod(os.path.join(folder, name), 0o644)
     return notes
 
@@ -252,42 +344,8 @@ class Answers:
     seconds: dict[str, float] = field(default_factory=dict)
     """Timed rounds (:func:`round_key`) -> seconds: the grader's clock (submission) or
     the baseline's time (reference)."""
-
-
-class RoundClock:
-    """Runs the timed checks' rounds of one sandboxed run from outside: when the sandbox
-    says it is ready for a round, sends that round's seed and starts the clock; stops it
-    when the round's answer arrives. One round at a time, in order, each once."""
-
-    def __init__(self, checks: Sequence[Check], seeds: Sequence[int]) -> None:
-        self.rounds = {c.id: c.timed.rounds for c in checks if c.timed is not None}
-        self.seeds = list(seeds)
-        self.next: dict[str, int] = {}
-        self.started: dict[str, float] = {}
-        self.seconds: dict[str, float] = {}
-
-    def __call__(self, line: bytes) -> bytes | None:
-        now = time.monotonic()
-        try:
-            record = json.loads(line)
-            check, number = record["check"], record.get("round", record.get("ready"))
-        except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
-            return None
-        if check not in self.rounds or type(number) is not int:
-            return None
-        key = round_key(check, number)
-        if "round" in record:  # an answer: the clock of its round stops
-            if key in self.started and key not in self.seconds:
-                self.seconds[key] = now - self.started[key]
-            return None
-        expected = self.next.get(check, 0)
-        if number != expected or number >= min(self.rounds[check], len(self.seeds)):
-            return None
-        if number and round_key(check, number - 1) not in self.seconds:
-            return None  # the previous round has not answered
-        self.next[check] = number + 1
-        self.started[key] = time.monotonic()
-        return f"{self.seeds[number]}\n".encode()
+    dropped: int = 0
+    """Lines of the answer pipe that were not one valid record."""
 
 
 def round_seeds(checks: Sequence[Check]) -> list[int]:
@@ -318,13 +376,12 @@ def reference_answers(
                 "--seed", str(seed)]  # fmt: skip
         if rounds:
             argv += ["--rounds", ",".join(map(str, rounds))]
+        channel = AnswerChannel(REFERENCE_LIMITS)
         run = sandbox.run_unsandboxed(
-            argv, cwd=root, env=env,
-            limits=sandbox.SandboxLimits(
-                wall_seconds=limits.per_task_seconds * len(tasks), data_bytes=512 << 20
-            ),
+            argv, cwd=root, env=env, channel=channel,
+            limits=sandbox.SandboxLimits(wall_seconds=limits.per_task_seconds * len(tasks)),
         )  # fmt: skip
-    answers, baselines = read_answers(run.data), read_baselines(run.data)
+    answers, baselines = channel.answers, channel.baselines
     for task in tasks:
         for entry in checks.get(task.id, []):
             keys = [entry.id]
@@ -348,27 +405,30 @@ def submission_answers(
     workspace: Path,
     cache: Path,
     task: Task,
+    checks: Sequence[Check],
     seed: int,
     limits: Limits,
-    unsafe: bool,
+    isolation: sandbox.Isolation,
     clock: RoundClock | None = None,
 ) -> Answers:
-    """The submission's answers to one task's checks, from a fresh sandbox (``clock``
-    runs and times the task's timed rounds)."""
+    """The submission's answers to one task's checks, from a fresh isolated run
+    (``clock`` runs and times the task's timed rounds)."""
     box = sandbox.SandboxLimits(
         wall_seconds=limits.per_task_seconds, memory_mb=limits.memory_mb or 0
     )
     argv = [sys.executable, "-S", "-m", "autograder.checks", task.id, "--seed", str(seed)]
-    if unsafe:
-        env = _check_env(str(workspace), str(cache), limits.per_test_seconds)
+    work, cache_path = isolation.paths(workspace, cache)
+    env = _check_env(work, cache_path, limits.per_test_seconds)
+    if isolation.tier == sandbox.NONE:
         env.update(HOME=str(cache), TMPDIR=str(cache), MPLCONFIGDIR=str(cache))
-        run = sandbox.run_unsandboxed(argv, cwd=workspace, env=env, limits=box, respond=clock)
-    else:
-        env = _check_env(sandbox.WORK, sandbox.CACHE, limits.per_test_seconds)
-        run = sandbox.run_sandboxed(
-            argv, work=workspace, env=env, limits=box, cache_dir=cache, respond=clock
-        )  # fmt: skip
-    return Answers(read_answers(run.data), run, clock.seconds if clock else {})
+    rounds = sum(c.timed.rounds for c in checks if c.timed is not None)
+    channel = AnswerChannel(
+        submission_limits(len(checks), rounds), frozenset(c.id for c in checks), clock
+    )
+    run = sandbox.run_isolated(
+        isolation, argv, work=workspace, env=env, limits=box, channel=channel, cache_dir=cache
+    )  # fmt: skip
+    return Answers(channel.answers, run, clock.seconds if clock else {}, channel.dropped)
 
 
 def judge_timed(entry: Check, reference: Answers, mine: Answers) -> tuple[str | None, str]:
@@ -425,10 +485,14 @@ def score_task(task: Task, checks: list[Check], reference: Answers, mine: Answer
             f"the check process {how} before {missing} of {len(checks)} checks answered"
         )
         result.output = run.output[-3000:]
-    elif run.data_truncated:
-        result.problem = "the check process wrote more than the answers' size limit"
+    elif run.stopped:
+        result.problem = f"the check process {run.how_it_ended()}"
     elif run.returncode not in (0, None) and not run.timed_out:
         result.problem = f"the check process {run.how_it_ended()} after answering"
+    if mine.dropped:
+        ignored = (f"{mine.dropped} line(s) of its answer pipe were not valid answers to "
+                   "its checks and were ignored")  # fmt: skip
+        result.problem = f"{result.problem}; {ignored}" if result.problem else ignored
     if result.total:
         result.score = round(task.points * result.passed / result.total, 2)
     return result
@@ -463,14 +527,20 @@ def grade(
     if reference_prerequisites:
         require_reference(root, [t for t in available_tasks(root) if t.stage < (stage or 0)])
     notes: list[str] = []
-    if not unsafe_no_sandbox and (reason := sandbox.unavailable_reason()):
-        raise sandbox.SandboxUnavailable(
-            f"no sandbox: {reason}. Grading runs the submission's code only inside a "
-            "sandbox; pass --unsafe-no-sandbox to grade without one (only for code you trust)"
-        )
     if unsafe_no_sandbox:
+        isolation = sandbox.Isolation(sandbox.NONE)
         notes.append("graded WITHOUT a sandbox (--unsafe-no-sandbox): the score is not "
                      "protected against a hostile submission")  # fmt: skip
+    else:
+        try:
+            isolation = sandbox.probe(sorted({root.resolve(), paths.ROOT}))
+        except sandbox.SandboxUnavailable as exc:
+            raise sandbox.SandboxUnavailable(
+                f"{exc}. Grading runs the submission's code only in isolation; pass "
+                "--unsafe-no-sandbox to grade without it (only for code you trust)"
+            ) from None
+    if log is not None:
+        log(f"isolation: {isolation.label}")
     checks = load_checks({t.stage for t in tasks}, root)
     empty = [t.id for t in tasks if not checks.get(t.id)]
     if empty:
@@ -487,18 +557,21 @@ def grade(
         workspace.mkdir()
         cache.mkdir(parents=True, exist_ok=True)
         os.chmod(tmp, 0o755)
-        if os.getuid() == 0 and not unsafe_no_sandbox:
-            os.chown(cache, sandbox.SANDBOX_UID, sandbox.SANDBOX_UID)
+        if os.getuid() == 0 and isolation.tier != sandbox.NONE:
+            os.chown(cache, isolation.uid, isolation.uid)
         notes += build_workspace(submission, root, workspace, stage, reference_prerequisites)
         for task in tasks:
             if log is not None:
                 log(f"grading task {task.id} ({len(checks[task.id])} checks)")
-            clock = RoundClock(checks[task.id], rounds)
+            timed = {c.id: c.timed.rounds for c in checks[task.id] if c.timed is not None}
             mine = submission_answers(
-                workspace, cache, task, seed, limits, unsafe_no_sandbox, clock
+                workspace, cache, task, checks[task.id], seed, limits, isolation,
+                RoundClock(timed, rounds),
             )  # fmt: skip
             scores.append(score_task(task, checks[task.id], reference, mine))
-    return GradeReport(scores=scores, seconds=time.monotonic() - start, notes=notes)
+    return GradeReport(
+        scores=scores, seconds=time.monotonic() - start, notes=notes, isolation=isolation.label
+    )
 
 
 # -- writing the results ------------------------------------------------------------------
@@ -518,8 +591,10 @@ def gradescope_json(report: GradeReport) -> dict[str, object]:
         "max_score": report.max_score,
         "execution_time": round(report.seconds, 2),
         "output": summary_markdown(report),
+        "output_format": "md",
         "visibility": "visible",
         "stdout_visibility": "hidden",
+        "isolation": report.isolation,
         "tests": [
             {
                 "name": f"Task {s.task.id}: {s.task.title}",
@@ -528,6 +603,7 @@ def gradescope_json(report: GradeReport) -> dict[str, object]:
                 "max_score": s.max_score,
                 "status": s.status,
                 "output": s.report(),
+                "output_format": "text",
                 "visibility": "visible",
             }
             for s in report.scores
@@ -591,6 +667,8 @@ def summary_markdown(report: GradeReport) -> str:
     timed = [f"- {check}: {times}" for s in report.scores for check, times in s.timings]
     if timed:
         lines += ["", "Timed checks:", *timed]
+    if report.isolation:
+        lines += ["", f"Isolation: {report.isolation}"]
     if report.notes:
         lines += ["", "Notes:"] + [f"- {note}" for note in report.notes]
     return "\n".join(lines) + "\n"

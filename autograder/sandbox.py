@@ -1,61 +1,85 @@
-"""Run untrusted code inside a bubblewrap (``bwrap``) sandbox.
+"""Run untrusted code isolated from the grader, in one of two tiers.
 
-What the sandboxed command sees and may do (see the threat model in
-``autograder/README.md``):
+**Tier 1: a bubblewrap (``bwrap``) sandbox**, where the kernel lets bubblewrap make
+namespaces (see the threat model in ``autograder/README.md``):
 
 - **Files.** Only what is bound: the system's programs and libraries (``/usr``, ``/bin``,
   ``/lib*``, a few files of ``/etc``), the Python installation and the site-packages the
   grader's interpreter uses (course packages installed there are hidden under an empty
   folder), and one work folder, all read-only. Writable: a private ``/tmp`` and
   ``/dev/shm`` (size-limited memory file systems that vanish with the sandbox) and, when
-  given, one shared cache folder. Nothing else of the machine exists inside: not the
-  grader's tree, not the reference, not the results folder, not ``/root``.
+  given, one shared cache folder. Nothing else of the machine exists inside.
 - **Identity.** Where the grader runs as root, the command runs as the unprivileged user
   ``nobody`` (uid 65534) with no capabilities; otherwise as the grader's own user inside
   an unprivileged user namespace (which still sees only the binds above).
-- **Namespaces.** Its own PID namespace (it cannot see, signal or ptrace any process
-  outside; every process in it dies when its first process ends or the grader dies),
-  network namespace (no network), IPC, UTS and mount namespaces; a new session (no
-  terminal).
-- **Limits.** On the whole sandbox, where the grader may make a control group (cgroup
-  v1 or v2, as root): memory (resident memory and the private ``/tmp``/``/dev/shm``
-  together) and number of processes and threads (512). Per process, always: address space, file
-  size, CPU time, open files, no core files; for the sandbox's user: 1024 processes and
-  threads. A wall-clock limit is enforced from outside by killing the sandbox. Output is
-  read through pipes and kept only up to a cap (the rest is read and dropped).
+- **Namespaces.** Its own PID, network (no network), IPC, UTS and mount namespaces; a
+  new session. It may not make user namespaces of its own (``--disable-userns`` where
+  bwrap has it, and always the seccomp filter below).
 
-The command's results come back on a pipe (file descriptor ``DATA_FD`` inside), not
-through a file: nothing the command leaves behind survives it.
+**Tier 2: a dedicated unprivileged user**, where namespaces are refused (Docker's default
+seccomp profile refuses them to a process without ``CAP_SYS_ADMIN``) and the grader is
+root. The command runs as a user id no one else uses (chosen per grade, no supplementary
+groups), from a read-only workspace, with a private ``HOME`` and ``TMPDIR`` of its own, no
+inherited descriptor but its pipes, and the same limits. Nothing of the grader may be
+readable by it: before choosing this tier the grader checks, as that user, that it can
+read no file of the grader's trees nor an installed copy of the course, and that it can
+run the grader's Python; otherwise the tier is refused, with what to change. At the end
+every process of that user is killed and every file it left in the machine's shared
+scratch folders is removed. It does not stop network access.
+
+**Both tiers.** Limits on the whole run where the grader may make a control group
+(memory, processes); per process always: address space, file size, CPU time, open files,
+no core files, processes of the user. A trusted launcher, run before any submitted code,
+sets them, drops root, sets ``no_new_privs`` and installs a seccomp filter that refuses
+new user namespaces (``unshare``/``clone`` with ``CLONE_NEWUSER``; ``clone3`` answers
+"not implemented", so the C library falls back to ``clone``). A wall-clock limit is
+enforced from outside. Output is read through a pipe and kept only up to a cap.
+
+Without either tier (no working bubblewrap, and not root) nothing is run: the caller
+gets :class:`SandboxUnavailable` with what to install or change.
+
+The command's results come back on a pipe (file descriptor ``DATA_FD`` inside), read by
+a :class:`Channel` as they arrive: nothing the command leaves behind survives it.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 SANDBOX_UID = 65534
-"""``nobody``: the user sandboxed code runs as when the grader is root."""
+"""``nobody``: the user sandboxed code runs as in tier 1 when the grader is root."""
 WORK = "/grade/work"
-"""Where the work folder appears inside the sandbox (read-only)."""
+"""Where the work folder appears inside a tier-1 sandbox (read-only)."""
 CACHE = "/grade/cache"
-"""Where the optional shared cache folder appears (writable)."""
+"""Where the optional shared cache folder appears in tier 1 (writable)."""
 DATA_FD = 3
 """The command's result pipe, inside the sandbox."""
-Responder = Callable[[bytes], bytes | None]
-"""Called with each line of the result pipe; bytes it returns go to standard input."""
 COURSE_PACKAGES = ("module0", "module1", "module2", "module3", "module4", "project",
                    "autograder", "tests")  # fmt: skip
 """Top-level names hidden if found in a bound site-packages folder: an installed copy
 of the course (``pip install .``) would otherwise be readable, solutions and all."""
+
+BUBBLEWRAP, USER, NONE = "bubblewrap", "user", "none"
+"""The isolation tiers (``NONE``: ``--unsafe-no-sandbox``, trusted code only)."""
+USER_UIDS = range(62000, 65000)
+"""Where tier 2 picks its user id (free ids below 65536, which every container maps)."""
+SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
+"""Folders any user may write: tier 2 removes what its user left there."""
+INSTALL_BWRAP = "apt-get install bubblewrap"
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
@@ -75,36 +99,65 @@ class SandboxLimits:
     """Processes and threads of the whole sandbox (a pids control group, where one can be
     made; the CUDA simulator runs a thread per GPU thread of a block: 256 for a matmul)."""
     user_processes: int = 1024
-    """Processes and threads of the sandbox's user (RLIMIT_NPROC, always; threads count,
-    and so do other sandboxes running at the same time as the same user)."""
+    """Processes and threads of the sandbox's user (RLIMIT_NPROC, always; threads count.
+    In tier 2 the user is the run's own, so this bounds the whole run)."""
     file_mb: int = 256
     """Largest file a process may write (RLIMIT_FSIZE)."""
     scratch_mb: int = 1024
-    """Size of each of the private /tmp and /dev/shm."""
+    """Size of each of the private /tmp and /dev/shm (tier 1)."""
     open_files: int = 256
     output_bytes: int = 256 * 1024
     """stdout and stderr kept (the start and the end of it)."""
-    data_bytes: int = 32 * 1024 * 1024
-    """Result pipe kept; a run that writes more is marked truncated."""
+
+
+class Channel(Protocol):
+    """Reads the result pipe as it arrives (``autograder.channel.AnswerChannel``)."""
+
+    stop: str
+    """Set when the command wrote past a limit: the run is ended at once."""
+
+    def feed(self, chunk: bytes, now: float | None = None) -> bytes:
+        """Take a chunk; return the bytes to write to the command's standard input."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class RawChannel:
+    """Keeps the first ``cap`` bytes of the pipe (the sandbox's own probes)."""
+
+    cap: int = 1 << 16
+    data: bytearray = field(default_factory=bytearray)
+    stop: str = ""
+
+    def feed(self, chunk: bytes, now: float | None = None) -> bytes:
+        self.data += chunk[: max(self.cap - len(self.data), 0)]
+        return b""
+
+    def close(self) -> None:
+        pass
 
 
 @dataclass
 class SandboxResult:
     returncode: int | None
     output: str
-    data: bytes
-    data_truncated: bool
     timed_out: bool
     seconds: float
     whole_limits: str = ""
     """The limits applied to the sandbox as a whole (``""``: per-process limits only)."""
     memory_exhausted: bool = False
     """The whole-sandbox memory limit was reached (a process was likely killed for it)."""
+    stopped: str = ""
+    """Why the run was ended early by its channel (a limit on what it wrote)."""
 
     def how_it_ended(self) -> str:
         """``"exited with status 1"``, ``"was killed by signal 9"``, ``"..."``."""
         if self.timed_out:
             return "was stopped at its time limit"
+        if self.stopped:
+            return f"was stopped: it {self.stopped}"
         code = self.returncode
         if code is None:
             return "did not start"
@@ -126,31 +179,190 @@ class SandboxUnavailable(RuntimeError):
     """No sandbox can be made on this machine (the message says why and what to do)."""
 
 
-@cache
-def unavailable_reason() -> str:
-    """Why no sandbox can be made here, or ``""`` when one can (tried once per process)."""
+# -- the tiers --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How one grade isolates the submission's runs (chosen by :func:`probe`)."""
+
+    tier: str
+    uid: int = SANDBOX_UID
+    """The user the runs are (tier 2: the grade's own user id)."""
+    passed_over: str = ""
+    """Why a stronger tier was not used ("" when none was passed over)."""
+
+    @property
+    def label(self) -> str:
+        if self.tier == BUBBLEWRAP:
+            return "tier 1: a bubblewrap sandbox (namespaces, read-only binds)"
+        if self.tier == USER:
+            return (f"tier 2: a dedicated unprivileged user (uid {self.uid}), no namespaces: "
+                    f"{self.passed_over}")  # fmt: skip
+        return "none: graded WITHOUT isolation (--unsafe-no-sandbox, trusted code only)"
+
+    def paths(self, work: Path, cache: Path) -> tuple[str, str]:
+        """Where the run sees the work folder and the cache."""
+        if self.tier == BUBBLEWRAP:
+            return WORK, CACHE
+        return str(work), str(cache)
+
+
+def bubblewrap_problem() -> str:
+    """Why tier 1 cannot be used here, or ``""`` when it can (a sandbox is started)."""
     if not sys.platform.startswith("linux"):
         return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
     if shutil.which("bwrap") is None:
-        return (
-            "bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: "
-            "apt-get install bubblewrap)"
-        )
+        return f"bubblewrap (bwrap) is not installed: install it ({INSTALL_BWRAP})"
+    channel = RawChannel()
     try:
         result = run_sandboxed(
             [sys.executable, "-S", "-c", "import os; os.write(3, b'ok')"],
-            work=None, env={}, limits=SandboxLimits(wall_seconds=60),
+            work=None, env={}, limits=SandboxLimits(wall_seconds=60), channel=channel,
         )  # fmt: skip
     except OSError as exc:
         return f"bwrap could not start: {exc}"
-    if result.data != b"ok":
+    if bytes(channel.data) != b"ok":
         detail = result.output.strip().splitlines()[-1:] or [result.how_it_ended()]
         return (
-            f"bwrap is installed but could not make a sandbox here ({detail[0]}); "
-            "unprivileged user namespaces may be disabled (sysctl "
-            "kernel.unprivileged_userns_clone=1), or run the grader as root"
+            f"bwrap is installed but could not make a sandbox here ({detail[0][:300]}): "
+            "namespaces are refused (a container's seccomp profile, or unprivileged user "
+            "namespaces disabled: sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
+            "24.04 kernel.apparmor_restrict_unprivileged_userns=0)"
         )
     return ""
+
+
+def user_tier_problem(trees: Sequence[Path] = ()) -> str:
+    """Why tier 2 cannot be used here, or ``""`` when it can: the grader must be root, its
+    Python runnable by another user, and nothing of ``trees`` (the grader's trees) nor an
+    installed copy of the course readable by that user."""
+    if not sys.platform.startswith("linux"):
+        return f"it needs Linux; this is {sys.platform}"
+    if os.getuid() != 0:
+        return "it needs the grader to run as root (to run the submission as another user)"
+    uid = free_uid()
+    readable = _readable_by(uid, _secret_paths(trees))
+    if readable:
+        tree = next((t for t in trees if Path(readable[0]).is_relative_to(t)), None)
+        where = f"the grader's tree {tree}" if tree else "an installed copy of the course"
+        return (
+            f"{where} is readable by other users ({readable[0]}): make it readable by "
+            f"root only (chmod -R go-rwx {tree or readable[0]}; keep the Python "
+            "environment outside it, as the Gradescope bundle's /opt/minitorch-venv)"
+        )
+    channel = RawChannel()
+    result = run_as_user(
+        [sys.executable, "-S", "-c", "import os; os.write(3, b'ok')"], uid=uid,
+        work=Path("/"), env={}, limits=SandboxLimits(wall_seconds=60), channel=channel,
+    )  # fmt: skip
+    if bytes(channel.data) != b"ok":
+        detail = result.output.strip().splitlines()[-1:] or [result.how_it_ended()]
+        return (
+            f"another user cannot run the grader's Python {sys.executable} ({detail[0][:300]}):"
+            " its installation and environment must be readable and traversable by other "
+            "users (for example chmod o+x on the folders above it)"
+        )
+    return ""
+
+
+def probe(trees: Sequence[Path] = ()) -> Isolation:
+    """The strongest tier that works here, tried now (once per grade); raises
+    :class:`SandboxUnavailable` naming what each tier lacks."""
+    first = bubblewrap_problem()
+    if not first:
+        return Isolation(BUBBLEWRAP)
+    second = user_tier_problem(trees)
+    if not second:
+        return Isolation(USER, uid=free_uid(), passed_over=f"bubblewrap: {first}")
+    raise SandboxUnavailable(
+        f"no isolation tier works here. Tier 1 (bubblewrap): {first}. Tier 2 (a dedicated "
+        f"user): {second}"
+    )
+
+
+def free_uid() -> int:
+    """A user id in ``USER_UIDS`` that no account has and no process runs as."""
+    taken = set()
+    for name in ("/etc/passwd",):
+        try:
+            for line in Path(name).read_text(encoding="utf-8", errors="replace").splitlines():
+                parts = line.split(":")
+                if len(parts) > 2 and parts[2].isdigit():
+                    taken.add(int(parts[2]))
+        except OSError:
+            pass
+    taken |= set(_process_uids())
+    free = [uid for uid in USER_UIDS if uid not in taken]
+    return random.choice(free)
+
+
+def _process_uids() -> dict[int, int]:
+    """Real user id of each running process (pid -> uid)."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/status", "rb") as f:
+                    for line in f:
+                        if line.startswith(b"Uid:"):
+                            found[int(entry.name)] = int(line.split()[1])
+                            break
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
+
+
+def _secret_paths(trees: Sequence[Path]) -> list[str]:
+    """What tier 2's user must not read: each tree (its listing, its files, its git
+    data) and any course package installed in a site-packages folder."""
+    from autograder.paths import repo_files
+
+    paths: list[str] = []
+    for tree in trees:
+        paths += [str(tree), *(str(tree / rel) for rel in repo_files(tree))]
+        if (tree / ".git").exists():
+            paths.append(str(tree / ".git"))
+    for folder in site_dirs():
+        paths += [str(Path(folder) / n) for n in COURSE_PACKAGES if (Path(folder) / n).exists()]
+    return paths
+
+
+def _readable_by(uid: int, paths: Sequence[str]) -> list[str]:
+    """Those of ``paths`` that user ``uid`` can open or list (tried as that user, in a
+    forked child of this trusted process)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no Python-level cleanup, just the answer
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            found = ["\1"]  # the user was taken: without it, nothing is known
+            for path in paths:
+                try:
+                    if os.path.isdir(path):
+                        os.listdir(path)
+                    else:
+                        with open(path, "rb") as f:
+                            f.read(1)
+                    found.append(path)
+                except OSError:
+                    pass
+            os.write(write, "\0".join(found).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    data = bytearray()
+    while chunk := os.read(read, 65536):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    found = data.decode().split("\0")
+    if found[0] != "\1":
+        return [f"(could not take user id {uid} to check)"]
+    return [p for p in found[1:] if p]
 
 
 def _python_paths() -> list[Path]:
@@ -217,26 +429,32 @@ def _parents(path: Path, made: set[Path]) -> list[str]:
     return args
 
 
-# Runs first inside the sandbox (trusted, before any submitted code): set the limits,
-# drop root for nobody, then become the command.
+# Runs first, before any submitted code (inside the bwrap sandbox in tier 1, as a root
+# child of the grader in tier 2; ``python -I -S``, so nothing on the run's PYTHONPATH is
+# imported here): make the writable folders, drop root for the run's user, set the
+# limits, refuse new user namespaces, then become the command.
 _LAUNCHER = """
-import os, resource, sys
+import ctypes, os, resource, struct, sys
 nproc, mem, fsize, cpu, nofile, uid, data = (int(v) for v in sys.argv[1:8])
+tier = sys.argv[8]
 if data != 3:
     os.dup2(data, 3)
     os.close(data)
 for name in ("HOME", "TMPDIR", "MPLCONFIGDIR"):
     if os.environ.get(name):
-        os.makedirs(os.environ[name], exist_ok=True)
+        os.makedirs(os.environ[name], mode=0o700, exist_ok=True)
 if os.getuid() == 0:
     for name in ("HOME", "TMPDIR", "MPLCONFIGDIR"):
         if os.environ.get(name):
             os.chown(os.environ[name], uid, uid)
-    os.chmod("/tmp", 0o1777)
-    os.chmod("/dev/shm", 0o1777)
+    if tier == "bubblewrap":  # the sandbox's own private file systems
+        os.chmod("/tmp", 0o1777)
+        os.chmod("/dev/shm", 0o1777)
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
+    if os.getuid() != uid or os.geteuid() != uid or os.getgroups():
+        sys.exit("launcher: could not drop root")
 limits = [(resource.RLIMIT_NPROC, nproc), (resource.RLIMIT_FSIZE, fsize),
           (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_NOFILE, nofile),
           (resource.RLIMIT_CORE, 0)]
@@ -244,8 +462,47 @@ if mem:
     limits.append((resource.RLIMIT_AS, mem))
 for which, value in limits:
     resource.setrlimit(which, (value, value))
-os.execv(sys.argv[8], sys.argv[8:])
+# seccomp: unshare / clone with CLONE_NEWUSER refused (EPERM), clone3 "not implemented"
+# (ENOSYS: the C library then uses clone), any other system call ABI refused.
+abi = {"x86_64": (0xC000003E, 272, 56), "aarch64": (0xC00000B7, 97, 220)}
+machine = os.uname().machine
+if machine in abi:
+    audit, unshare, clone = abi[machine]
+    allow, eperm, enosys = 0x7FFF0000, 0x00050001, 0x00050026
+    program = [(0x20, 0, 0, 4), (0x15, 1, 0, audit), (0x06, 0, 0, eperm),
+               (0x20, 0, 0, 0), (0x35, 0, 1, 0x40000000), (0x06, 0, 0, eperm),
+               (0x15, 0, 1, 435), (0x06, 0, 0, enosys),
+               (0x15, 1, 0, unshare), (0x15, 0, 3, clone),
+               (0x20, 0, 0, 16), (0x45, 0, 1, 0x10000000), (0x06, 0, 0, eperm),
+               (0x06, 0, 0, allow)]
+    code = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *i) for i in program))
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    prog = Program(len(program), ctypes.addressof(code))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.byref(prog), 0, 0):
+        sys.exit("launcher: could not install the seccomp filter (errno %d)" % ctypes.get_errno())
+os.execv(sys.argv[9], sys.argv[9:])
 """
+
+
+def _launcher(argv: Sequence[str], limits: SandboxLimits, uid: int, data_fd: int,
+              tier: str) -> list[str]:  # fmt: skip
+    mb = 1024 * 1024
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(limits.user_processes),
+            str(limits.memory_mb * mb), str(limits.file_mb * mb), str(limits.cpu_seconds),
+            str(limits.open_files), str(uid), str(data_fd), tier, *argv]  # fmt: skip
+
+
+@cache
+def _bwrap_has(option: str) -> bool:
+    """Whether the installed bwrap knows ``option`` (``--disable-userns`` came in 0.8)."""
+    try:
+        text = subprocess.run(["bwrap", "--help"], capture_output=True, text=True,
+                              timeout=30).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return option in text
 
 
 def sandbox_command(
@@ -269,16 +526,15 @@ def sandbox_command(
     if root:  # privileged bwrap: keep only what the launcher needs to become nobody
         cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
                 "--cap-add", "CAP_CHOWN", "--cap-add", "CAP_FOWNER"]  # fmt: skip
-    else:
+    elif _bwrap_has("--disable-userns"):
+        # (As root, --disable-userns would need --unshare-user, which maps the real root
+        # into the sandbox; the launcher's seccomp filter refuses user namespaces there.)
         cmd += ["--disable-userns"]
     for name, value in sorted(env.items()):
         cmd += ["--setenv", name, value]
     cmd += _binds(work, cache_dir, limits)
-    mb = 1024 * 1024
-    cmd += ["--", sys.executable, "-S", "-c", _LAUNCHER, str(limits.user_processes),
-            str(limits.memory_mb * mb), str(limits.file_mb * mb), str(limits.cpu_seconds),
-            str(limits.open_files), str(SANDBOX_UID), str(data_fd), *argv]  # fmt: skip
-    return cmd
+    uid = SANDBOX_UID if root else os.getuid()
+    return [*cmd, "--", *_launcher(argv, limits, uid, data_fd, BUBBLEWRAP)]
 
 
 def _keep(buffer: bytearray, chunk: bytes, cap: int) -> bool:
@@ -388,15 +644,16 @@ def run_sandboxed(
     work: Path | None,
     env: dict[str, str],
     limits: SandboxLimits,
+    channel: Channel,
     cache_dir: Path | None = None,
-    respond: Responder | None = None,
 ) -> SandboxResult:
-    """Run ``argv`` in a fresh sandbox and wait for it (at most ``limits.wall_seconds``).
+    """Run ``argv`` in a fresh bubblewrap sandbox (tier 1) and wait for it (at most
+    ``limits.wall_seconds``).
 
     ``work`` appears read-only at ``WORK`` (the working folder), ``cache_dir`` writable at
-    ``CACHE``. The result pipe is file descriptor ``DATA_FD`` inside. ``respond`` sees
-    each line of the result pipe as it arrives; what it returns is written to the
-    command's standard input. On return, every process of the sandbox is gone.
+    ``CACHE``. The result pipe is file descriptor ``DATA_FD`` inside; ``channel`` reads
+    it as it arrives and answers on the command's standard input. On return, every
+    process of the sandbox is gone.
     """
     groups = ControlGroups(limits.memory_mb * 1024 * 1024, limits.processes)
     try:
@@ -404,7 +661,7 @@ def run_sandboxed(
             lambda fd: sandbox_command(
                 argv, work=work, env=env, limits=limits, cache_dir=cache_dir, data_fd=fd
             ),
-            cwd=None, env=None, limits=limits, setup=groups.join, respond=respond,
+            cwd=None, env=None, limits=limits, channel=channel, setup=groups.join,
         )  # fmt: skip
         result.whole_limits = ", ".join(groups.applied)
         result.memory_exhausted = groups.exhausted()
@@ -413,13 +670,111 @@ def run_sandboxed(
         groups.remove()
 
 
+def run_as_user(
+    argv: Sequence[str],
+    *,
+    uid: int,
+    work: Path,
+    env: dict[str, str],
+    limits: SandboxLimits,
+    channel: Channel,
+    cache_dir: Path | None = None,
+) -> SandboxResult:
+    """Run ``argv`` as the unprivileged user ``uid`` (tier 2; the grader is root), in
+    ``work`` (read-only to it), with a private ``HOME``/``TMPDIR`` and ``cache_dir``
+    writable. On return every process of ``uid`` is gone and what it left in the shared
+    scratch folders is removed."""
+    if os.getuid() != 0:
+        raise SandboxUnavailable("tier 2 needs the grader to run as root")
+    if cache_dir is not None:
+        os.chown(cache_dir, uid, uid)
+    private = Path(tempfile.mkdtemp(prefix="minitorch-run-"))
+    os.chown(private, uid, uid)
+    env = {**env, "HOME": str(private / "home"), "TMPDIR": str(private / "tmp"),
+           "MPLCONFIGDIR": str(private / "matplotlib")}  # fmt: skip
+    groups = ControlGroups(limits.memory_mb * 1024 * 1024, limits.processes)
+    try:
+        result = _run(
+            lambda fd: _launcher(argv, limits, uid, fd, USER),
+            cwd=work, env=env, limits=limits, channel=channel, setup=groups.join,
+        )  # fmt: skip
+        result.whole_limits = ", ".join(groups.applied)
+        result.memory_exhausted = groups.exhausted()
+        return result
+    finally:
+        kill_user(uid)
+        groups.remove()
+        shutil.rmtree(private, ignore_errors=True)
+        remove_owned(uid)
+
+
+def kill_user(uid: int, attempts: int = 50) -> None:
+    """Kill every process of ``uid``: ``kill(-1, SIGKILL)`` sent as that user (which
+    reaches exactly its processes), until none is left."""
+    for _ in range(attempts):
+        if uid not in _process_uids().values():
+            return
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.01)
+
+
+def remove_owned(uid: int, folders: Sequence[str] = SHARED_SCRATCH) -> None:
+    """Remove what user ``uid`` left at the top of the shared scratch folders."""
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if info.st_uid != uid:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+def run_isolated(
+    isolation: Isolation,
+    argv: Sequence[str],
+    *,
+    work: Path,
+    env: dict[str, str],
+    limits: SandboxLimits,
+    channel: Channel,
+    cache_dir: Path | None = None,
+) -> SandboxResult:
+    """Run ``argv`` in the tier ``isolation`` names (``env`` already uses the paths of
+    :meth:`Isolation.paths`)."""
+    if isolation.tier == BUBBLEWRAP:
+        return run_sandboxed(argv, work=work, env=env, limits=limits, channel=channel,
+                             cache_dir=cache_dir)  # fmt: skip
+    if isolation.tier == USER:
+        return run_as_user(argv, uid=isolation.uid, work=work, env=env, limits=limits,
+                           channel=channel, cache_dir=cache_dir)  # fmt: skip
+    return run_unsandboxed(argv, cwd=work, env=env, limits=limits, channel=channel)
+
+
 def run_unsandboxed(
     argv: Sequence[str],
     *,
     cwd: Path,
     env: dict[str, str],
     limits: SandboxLimits,
-    respond: Responder | None = None,
+    channel: Channel,
 ) -> SandboxResult:
     """Run ``argv`` as a plain child (trusted code, or ``--unsafe-no-sandbox``), with the
     same result pipe (its number in ``MINITORCH_DATA_FD``), time limit and output cap."""
@@ -428,7 +783,11 @@ def run_unsandboxed(
         env["MINITORCH_DATA_FD"] = str(fd)
         return list(argv)
 
-    return _run(command, cwd=cwd, env=env, limits=limits, respond=respond)
+    return _run(command, cwd=cwd, env=env, limits=limits, channel=channel)
+
+
+_GRACE = 2.0
+"""Seconds the pipes are still read after the run's first process has ended."""
 
 
 def _run(
@@ -437,41 +796,42 @@ def _run(
     cwd: Path | None,
     env: dict[str, str] | None,
     limits: SandboxLimits,
+    channel: Channel,
     setup: Callable[[], None] | None = None,
-    respond: Responder | None = None,
 ) -> SandboxResult:
     start = time.monotonic()
     data_read, data_write = os.pipe()
     out_read, out_write = os.pipe()
-    in_read, in_write = os.pipe() if respond else (None, None)
-    if in_write is not None:
-        os.set_blocking(in_write, False)
+    in_read, in_write = os.pipe()
+    os.set_blocking(in_write, False)
     cmd = command(data_write)
     try:
         proc = subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdin=in_read if respond else subprocess.DEVNULL,
-            stdout=out_write, stderr=out_write, pass_fds=(data_write,),
-            start_new_session=True, preexec_fn=setup,
+            cmd, cwd=cwd, env=env, stdin=in_read, stdout=out_write, stderr=out_write,
+            pass_fds=(data_write,), start_new_session=True, preexec_fn=setup,
         )  # fmt: skip
     finally:
         os.close(data_write)
         os.close(out_write)
-        if in_read is not None:
-            os.close(in_read)
-    line = bytearray()  # the result pipe's unfinished line, for ``respond``
-    output, data = bytearray(), bytearray()
+        os.close(in_read)
+    output = bytearray()
     tail = bytearray()
-    truncated = False
     selector = selectors.DefaultSelector()
     selector.register(out_read, selectors.EVENT_READ, "out")
     selector.register(data_read, selectors.EVENT_READ, "data")
     deadline = start + limits.wall_seconds
-    timed_out = False
+    timed_out = ended_first = False
     open_pipes = 2
-    while open_pipes:
-        remaining = deadline - time.monotonic()
+    while open_pipes and not channel.stop:
+        now = time.monotonic()
+        if proc.poll() is not None and deadline > now + _GRACE:
+            # The first process ended; what it left running (tier 2, or a plain child:
+            # no PID namespace dies with it) may hold the pipes, but not for long.
+            deadline, timed_out = now + _GRACE, False
+            ended_first = True
+        remaining = deadline - now
         if remaining <= 0:
-            timed_out = True
+            timed_out = not ended_first
             break
         for key, _ in selector.select(timeout=min(remaining, 1.0)):
             chunk = os.read(key.fd, 65536)
@@ -479,13 +839,9 @@ def _run(
                 selector.unregister(key.fd)
                 open_pipes -= 1
             elif key.data == "data":
-                truncated |= not _keep(data, chunk, limits.data_bytes)
-                if respond is not None and in_write is not None:
-                    line += chunk
-                    *complete, rest = bytes(line).split(b"\n")
-                    line = bytearray(rest[:65536])
-                    for text in complete:
-                        _send(in_write, respond(text))
+                _send(in_write, channel.feed(chunk, time.monotonic()))
+                if channel.stop:
+                    break
             elif not _keep(output, chunk, limits.output_bytes // 2):
                 tail = (tail + chunk)[-limits.output_bytes // 2 :]
     try:  # the sandbox's first process; its PID namespace dies with it
@@ -493,17 +849,17 @@ def _run(
     except OSError:
         pass
     proc.wait()
+    channel.close()
     selector.close()
     os.close(out_read)
     os.close(data_read)
-    if in_write is not None:
-        os.close(in_write)
+    os.close(in_write)
     shown = output.decode("utf-8", errors="replace")
     if tail:
         shown += "\n[... output cut ...]\n" + tail.decode("utf-8", errors="replace")
     return SandboxResult(
-        returncode=proc.returncode, output=shown, data=bytes(data), data_truncated=truncated,
-        timed_out=timed_out, seconds=time.monotonic() - start,
+        returncode=proc.returncode, output=shown, timed_out=timed_out,
+        seconds=time.monotonic() - start, stopped=channel.stop,
     )  # fmt: skip
 
 
@@ -517,7 +873,13 @@ def _send(fd: int, reply: bytes | None) -> None:
             pass
 
 
-if __name__ == "__main__":  # python -m autograder.sandbox: can a sandbox be made here?
-    problem = unavailable_reason()
-    print(f"sandbox: {problem or 'OK (bubblewrap)'}")
-    raise SystemExit(1 if problem else 0)
+if __name__ == "__main__":  # python -m autograder.sandbox: which tier works here?
+    from autograder.paths import ROOT
+
+    try:
+        chosen = probe([ROOT])
+    except SandboxUnavailable as exc:
+        print(f"sandbox: none ({exc})")
+        raise SystemExit(1) from None
+    print(f"sandbox: OK, {chosen.label}")
+    raise SystemExit(0)

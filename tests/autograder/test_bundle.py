@@ -21,6 +21,9 @@ import pytest
 
 from autograder.bundle import build_gradescope_bundle, requirements
 from autograder.paths import ROOT
+from autograder.regions import stub_text
+from tests.autograder.isolation import TIERS, in_tier, need
+from tests.autograder.snoop import snoop, snooped
 from tests.autograder.toy import toy_course
 
 WORD = "SOLUTION"  # spelled once, so this file holds no region marker itself
@@ -160,6 +163,7 @@ def test_run_autograder_writes_a_zero_when_the_grader_cannot_start(
 def test_run_autograder_grades_a_submission_end_to_end(
     stage0_zip: Path, toy: Path, tmp_path: Path
 ) -> None:
+    need()  # the grader's isolation (tests/autograder/isolation.py)
     # A stand-in for setup.sh's virtual environment: this interpreter.
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -185,3 +189,31 @@ def test_run_autograder_grades_a_submission_end_to_end(
         "junit.xml",
         "summary.md",
     }
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_run_autograder_shows_the_submission_no_solution(
+    stage0_zip: Path, toy: Path, tmp_path: Path, tier: str
+) -> None:
+    # The bundle's grader/ is the reference: the run, through Gradescope's own script,
+    # can read none of it, in either tier (tier 2 is what Docker's default profile gives).
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    python.chmod(0o755)
+    with in_tier(tier):
+        base, env = _gradescope(tmp_path, stage0_zip, venv)
+        grader = base / "source" / "grader"
+        target = base / "submission" / "module0" / "operators.py"
+        target.parent.mkdir(parents=True)
+        stub = stub_text((toy / "module0/operators.py").read_text(encoding="utf-8"), "ops")
+        target.write_text(stub + snoop([grader, ROOT, toy, tmp_path]), encoding="utf-8")
+        proc = subprocess.run([str(base / "source/run_autograder")], env=env,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads((base / "results/results.json").read_text(encoding="utf-8"))
+    found = snooped("\n".join(t["output"] for t in results["tests"]))
+    assert found["holding"] == "0" and found["first"] == "-", results
+    assert int(found["visible"]) > 0, results
+    assert tier in results["isolation"] or f"tier {TIERS.index(tier) + 1}" in results["isolation"]

@@ -25,6 +25,7 @@ from autograder.regions import fill_text, reference_bodies
 from autograder.registry import TASKS, tasks_for_stage
 from autograder.release import shaped_reference, write_handout
 from autograder.status import collect_status, still_stubbed
+from tests.autograder.isolation import need
 
 ROOT = Path(__file__).resolve().parents[2]
 TOTAL = sum(t.points for t in TASKS)
@@ -268,6 +269,7 @@ def check_outputs(out: Path) -> dict[str, object]:
 
 
 def test_grade_command_writes_the_four_files(tmp_path: Path, quick_hypothesis: None) -> None:
+    need()  # the grader's isolation (tests/autograder/isolation.py)
     # --reference-prerequisites with --stage 0 grades normally (there is no earlier
     # stage to take from the reference).
     submission = reference_submission(tmp_path / "sub")

@@ -12,29 +12,42 @@ marks) with hostile code added at import. The course graded is the toy course
 fresh copy of it (``grader`` fixture): an attack that could write to the grader's files
 must not damage the checkout that runs the tests.
 
-The sandbox is required (bubblewrap): without it these tests fail in CI and are skipped
-elsewhere, with the reason.
+Every test runs in both isolation tiers (``tier``): tier 1, the bubblewrap sandbox, and
+tier 2, a dedicated unprivileged user, with bubblewrap made to fail as it fails in
+Docker (``tests/autograder/isolation.py``). A tier that cannot run here is skipped with
+the reason, except where ``MINITORCH_REQUIRE_SANDBOX`` is set (CI), where that fails.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import site
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from autograder import sandbox
-from autograder.grade import GradeReport, Limits, TaskScore, grade_to
+from autograder.grade import (
+    GradeReport,
+    Limits,
+    TaskScore,
+    _safe_submission_file,
+    grade_to,
+    workspace_files,
+)
+from autograder.paths import ROOT
 from autograder.regions import find_regions, stub_text
+from tests.autograder.isolation import TIERS, in_tier
+from tests.autograder.snoop import snoop, snooped_in
 from tests.autograder.toy import TOY, toy_course, toy_tasks
 
 STAGE0 = toy_tasks(TOY, 0)
@@ -44,10 +57,12 @@ ZERO = {task.id: 0.0 for task in STAGE0}
 LIMITS = Limits(per_test_seconds=20, per_task_seconds=60, memory_mb=1000)
 PERFECT = json.dumps({"score": 20.0, "max_score": 20.0, "output": "FORGED", "tests": []})
 
-if reason := sandbox.unavailable_reason():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"the hostile-submission tests need the sandbox: {reason}")
-    pytest.skip(f"no sandbox here: {reason}", allow_module_level=True)
+
+@pytest.fixture(autouse=True, params=TIERS)
+def tier(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test once per isolation tier."""
+    with in_tier(request.param):
+        yield request.param
 
 
 # -- submissions and the grader's tree ------------------------------------------------------
@@ -139,15 +154,10 @@ def assert_scores(graded: Graded, expected: Mapping[str, float]) -> None:
 
 
 def findings(graded: Graded) -> dict[str, str]:
-    """What an attack reported of itself (``HOSTILE-RESULT name=outcome ...`` on stderr,
-    shown in a task's report because the attack then ends its run)."""
-    found: dict[str, str] = {}
-    for line in graded.text().splitlines():
-        if "HOSTILE-RESULT" in line:
-            for item in line.split("HOSTILE-RESULT", 1)[1].split():
-                name, _, outcome = item.partition("=")
-                found[name] = outcome
-    return found
+    """What an attack reported of itself (``HOSTILE-RESULT name=outcome`` lines on
+    stderr, shown in a task's report because the attack then ends its run)."""
+    text = "\n".join(s.report() for s in graded.report.scores)
+    return dict(re.findall(r"HOSTILE-RESULT ([\w-]+)=(\S+)", text))
 
 
 # -- the attacks ----------------------------------------------------------------------------
@@ -211,7 +221,8 @@ def _report(found):
     ends; and a file where /tmp is the machine's, for the record), then end the run."""
     import os, sys
 
-    sys.stderr.write("HOSTILE-RESULT " + " ".join(found) + "\\n")
+    for item in found:  # a line each: the report shows the run's last lines, cut short
+        sys.stderr.write("HOSTILE-RESULT " + item + "\\n")
     sys.stderr.flush()
     try:
         with open("/tmp/minitorch-hostile-findings", "a") as f:
@@ -264,6 +275,29 @@ def _escape():
 
     attempt("ptrace-grader", ptrace)
     attempt("network", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2).close())
+
+    def user_namespace():  # a namespace of its own: root inside, the kernel's surface
+        if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+            raise OSError(ctypes.get_errno(), "unshare")
+
+    attempt("user-namespace", user_namespace)
+
+    def descriptors():  # anything open but its own pipes (0-3) was inherited
+        for fd in range(4, 1024):
+            try:
+                os.fstat(fd)
+            except OSError:
+                continue
+            raise LookupError("descriptor %d is open" % fd)
+
+    def inherited():
+        try:
+            descriptors()
+        except LookupError:
+            return
+        raise PermissionError("nothing inherited")
+
+    attempt("inherited-descriptor", inherited)
     _report(found)
 
 
@@ -319,8 +353,9 @@ def _abuse():
             os.remove(os.path.join(os.environ.get("TMPDIR", "/tmp"), "huge"))
         except OSError:
             pass
-    with open("/dev/shm/{token}", "w") as f:
-        f.write("left behind")
+    for folder in ("/dev/shm", "/tmp"):
+        with open(folder + "/{token}", "w") as f:
+            f.write("left behind")
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
@@ -406,7 +441,8 @@ def test_forging_the_verdict_inside_the_sandbox_earns_nothing(tmp_path: Path, gr
     # "passed").
     graded = grade_case(tmp_path, forgery_submission(), grader)
     assert_scores(graded, ZERO)
-    assert "answer: expected" in graded.task("0.1").report()
+    report = graded.task("0.1").report()
+    assert "no answer" in report and "were not valid answers" in report, report
 
 
 # -- 2. the reference within reach --------------------------------------------------------
@@ -420,22 +456,35 @@ def test_the_reference_is_out_of_reach(tmp_path: Path, grader: Path) -> None:
 
 
 def test_an_installed_copy_of_the_course_is_hidden_in_the_sandbox(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tier: str
 ) -> None:
     # ``pip install .`` (not editable) would put the reference into site-packages, which
-    # the sandbox binds: each course package found there is covered by an empty folder.
-    site = tmp_path / "site-packages"
-    (site / "module0").mkdir(parents=True)
-    monkeypatch.setattr(sandbox, "site_dirs", lambda: [str(site)])
-    args = sandbox._binds(None, None, sandbox.SandboxLimits())
-    assert str(site / "module0") in [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"]
+    # the sandbox binds: each course package found there is covered by an empty folder
+    # (tier 1); tier 2 cannot hide it, so it refuses while another user can read it.
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="minitorch-site-") as folder:
+        site = Path(folder) / "site-packages"
+        (site / "module0").mkdir(parents=True)
+        os.chmod(folder, 0o755)
+        monkeypatch.setattr(sandbox, "site_dirs", lambda: [str(site)])
+        if tier == sandbox.BUBBLEWRAP:
+            args = sandbox._binds(None, None, sandbox.SandboxLimits())
+            tmpfs = [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"]
+            assert str(site / "module0") in tmpfs
+        else:
+            problem = sandbox.user_tier_problem([])
+            assert "an installed copy of the course is readable" in problem, problem
+            assert str(site / "module0") in problem
+            os.chmod(folder, 0o700)
+            assert sandbox.user_tier_problem([]) == ""
 
 
 # -- 3. a writable grader -------------------------------------------------------------------
 
 
 def test_the_grader_and_its_environment_are_out_of_reach(
-    tmp_path: Path, grader: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, grader: Path, monkeypatch: pytest.MonkeyPatch, tier: str
 ) -> None:
     # Before: every attempt below succeeded, the grader's grade.py was changed for the
     # next submission and a .pth was planted in its environment.
@@ -456,7 +505,10 @@ def test_the_grader_and_its_environment_are_out_of_reach(
     assert_scores(graded, ZERO)
     found = findings(graded)
     assert set(found) == {"write-grader", "new-file-in-grader", "plant-pth", "signal-grader",
-                          "read-grader-environ", "ptrace-grader", "network"}, found  # fmt: skip
+                          "read-grader-environ", "ptrace-grader", "network", "user-namespace",
+                          "inherited-descriptor"}, found  # fmt: skip
+    if tier == sandbox.USER:  # tier 2 does not cut the network (autograder/README.md)
+        del found["network"]
     assert all(outcome.startswith("blocked") for outcome in found.values()), found
     assert secret not in graded.text()
     # The grader is as it was: the reference still gets full marks from it.
@@ -491,10 +543,12 @@ def test_limits_hold_for_the_whole_sandbox_and_nothing_outlives_it(
     try:
         assert _alive_with(token) == []
         assert not Path("/dev/shm", token).exists()
+        assert not Path("/tmp", token).exists()
     finally:
         for pid in _alive_with(token):
             os.kill(pid, 9)
         Path("/dev/shm", token).unlink(missing_ok=True)
+        Path("/tmp", token).unlink(missing_ok=True)
     found = findings(graded)
     assert graded.task("0.1").score == 0.0
     limits = sandbox.SandboxLimits()
@@ -622,12 +676,65 @@ def test_grading_leaves_the_submission_untouched(tmp_path: Path, grader: Path) -
 def test_without_a_sandbox_no_grade_is_issued(
     tmp_path: Path, grader: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandbox, "unavailable_reason", lambda: "bwrap is not installed")
+    monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "bwrap is not installed")
+    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees: "it needs root")
     graded = grade_case(tmp_path, reference_files(), grader, task_ids=["0.1"])
-    assert graded.report.grader_error and "no sandbox" in graded.report.grader_error
+    error = graded.report.grader_error
+    assert "no isolation tier works here" in error and "bwrap is not installed" in error, error
+    assert "it needs root" in error and "--unsafe-no-sandbox" in error, error
     assert graded.scores() == {"0.1": 0.0}
     unsafe = grade_case(
         tmp_path / "unsafe", reference_files(), grader, task_ids=["0.1"], unsafe_no_sandbox=True
     )
     assert unsafe.scores() == {"0.1": 10.0}
     assert any("WITHOUT a sandbox" in note for note in unsafe.report.notes)
+
+
+# -- what the run can see, and files that are not what they seem ---------------------------
+
+
+def test_nothing_that_solves_a_task_is_visible_to_the_run(tmp_path: Path, grader: Path) -> None:
+    # The workspace is an allow-list: the stage packages (stubs where the submission has
+    # nothing), the check runner and the checks. The grader's trees, wherever they are,
+    # cannot be read.
+    files = stub_files()
+    files["module0/operators.py"] += snoop([grader, ROOT, tmp_path])
+    graded = grade_case(tmp_path, files, grader, task_ids=["0.1"])
+    found = snooped_in(graded.report)
+    assert found == {"visible": str(len(workspace_files(grader))), "holding": "0",
+                     "first": "-"}, graded.task("0.1").report()  # fmt: skip
+
+
+def test_a_hard_link_to_the_graders_file_is_refused(tmp_path: Path, grader: Path) -> None:
+    # Before: a declared file hard-linked to the reference's own passed as a regular file
+    # (80 of 80 of the real stage 0, with the submission on the grading machine).
+    files = stub_files()
+    del files["module0/operators.py"]
+    write_tree(tmp_path / "sub", files)
+    os.link(grader / "module0" / "operators.py", tmp_path / "sub" / "module0" / "operators.py")
+    graded = grade_case(tmp_path, files, grader)
+    assert_scores(graded, ZERO)
+    hard = "module0/operators.py: a hard link ("  # (the grader's file has 2 names or more)
+    assert any(n.startswith(hard) and n.endswith("stub was used instead")
+               for n in graded.report.notes), graded.report.notes  # fmt: skip
+
+
+def test_declared_files_are_taken_by_content_from_a_checked_descriptor(tmp_path: Path) -> None:
+    sub = write_tree(tmp_path / "sub", {"module0/operators.py": "x = 1\n"})
+    target = sub / "module0" / "operators.py"
+    assert _safe_submission_file(sub, "module0/operators.py") == (b"x = 1\n", "")
+    info = target.stat()
+    same = {(info.st_dev, info.st_ino)}  # a bind mount of the grader's file looks like this
+    assert _safe_submission_file(sub, "module0/operators.py", same) == (
+        None, "the grader's own copy of the file",
+    )  # fmt: skip
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "operators.py").write_text("y = 2\n")
+    target.unlink()
+    (sub / "module0").rmdir()
+    (sub / "module0").symlink_to(tmp_path / "elsewhere")
+    assert _safe_submission_file(sub, "module0/operators.py")[0] is None
+    (sub / "module0").unlink()
+    (sub / "module0").mkdir()
+    os.mkfifo(sub / "module0" / "operators.py")  # would block a plain open()
+    assert _safe_submission_file(sub, "module0/operators.py") == (None, "not a regular file")

@@ -23,6 +23,7 @@ from autograder.grade import Limits, grade
 from autograder.regions import fill_text, stub_pattern
 from autograder.registry import TASKS, get_task
 from autograder.release import write_handout
+from tests.autograder.isolation import need
 from tests.autograder.plain import stage2, stage4
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +63,7 @@ def submission(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_plain_solutions_get_full_marks_from_the_grader(submission: Path) -> None:
+    need()  # the grader's isolation (tests/autograder/isolation.py)
     report = grade(submission, root=ROOT, task_ids=TASK_IDS, limits=Limits(per_task_seconds=900))
     summary = {
         s.task.id: (s.score, s.passed, s.total, s.problem, s.failures[:2]) for s in report.scores
@@ -73,6 +75,7 @@ def test_plain_solutions_get_full_marks_from_the_grader(submission: Path) -> Non
 
 
 def test_the_naive_triple_loop_loses_the_speed_check_of_2_3_only(tmp_path: Path) -> None:
+    need()  # the grader's isolation (tests/autograder/isolation.py)
     sub = plain_submission(tmp_path / "naive", {("2.3", "gemm"): stage2.NAIVE_GEMM})
     (score,) = grade(sub, root=ROOT, task_ids=["2.3"]).scores
     assert [check for check, _ in score.failures] == ["2.3:gemm_speed"], score.report()

@@ -29,7 +29,8 @@ def _pairs(rng: np.random.Generator, n: int = 24, low: float = -8.0, high: float
 
 _SPECIAL = [-0.0, math.inf, -math.inf, math.nan]
 """Inputs whose results the docstrings fix (signed zeros, infinities, nan): part of
-each operator's contract, as in the tests."""
+each operator's contract, as in the tests. Task 0.1's checks compare the sign of zero
+(``signed_zeros``), as ``test_neg_of_zero_is_negative_zero`` does."""
 
 
 def _unary(fn: Callable[[float], Any], inputs: list[float]) -> dict[str, Any]:
@@ -49,42 +50,42 @@ def _operators() -> Any:
     return operators
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def mul(rng: np.random.Generator) -> Any:
     return _binary(_operators().mul, _pairs(rng))
 
 
-@check("0.1", "id")
+@check("0.1", "id", signed_zeros=True)
 def check_id(rng: np.random.Generator) -> Any:
-    return _unary(_operators().id, _values(rng))
+    return _unary(_operators().id, [*_values(rng), *_SPECIAL])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def add(rng: np.random.Generator) -> Any:
     return _binary(_operators().add, _pairs(rng))
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def neg(rng: np.random.Generator) -> Any:
-    return _unary(_operators().neg, _values(rng))
+    return _unary(_operators().neg, [*_values(rng), *_SPECIAL])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def lt(rng: np.random.Generator) -> Any:
     return _binary(_operators().lt, _pairs(rng))
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def eq(rng: np.random.Generator) -> Any:
     return _binary(_operators().eq, _pairs(rng))
 
 
-@check("0.1", "max")
+@check("0.1", "max", signed_zeros=True)
 def check_max(rng: np.random.Generator) -> Any:
     return _binary(_operators().max, _pairs(rng))
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def is_close(rng: np.random.Generator) -> Any:
     pairs = _pairs(rng)
     steps = [1e-3, 1e-2, 1e-1, 1e-4] * 2
@@ -92,46 +93,46 @@ def is_close(rng: np.random.Generator) -> Any:
     return _binary(_operators().is_close, pairs)
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def sigmoid(rng: np.random.Generator) -> Any:
     return _unary(_operators().sigmoid, [*_values(rng), -800.0, 800.0, -40.0, 40.0])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def relu(rng: np.random.Generator) -> Any:
     return _unary(_operators().relu, [*_values(rng), *_SPECIAL])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def log(rng: np.random.Generator) -> Any:
     return _unary(_operators().log, [*_values(rng, low=0.01, high=100.0), 0.0, -1.5, *_SPECIAL])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def exp(rng: np.random.Generator) -> Any:
     return _unary(_operators().exp, [*_values(rng, low=-20.0, high=20.0), 800.0, -800.0, *_SPECIAL])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def inv(rng: np.random.Generator) -> Any:
     return _unary(_operators().inv, [*_values(rng), *_SPECIAL])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def log_back(rng: np.random.Generator) -> Any:
     xs = _values(rng, low=0.01, high=50.0)
     pairs = list(zip(xs, _values(rng, len(xs)), strict=True))
     return _binary(_operators().log_back, [*pairs, (0.0, 2.0), (-0.0, 2.0), (0.0, -1.5)])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def inv_back(rng: np.random.Generator) -> Any:
     xs = [x for x in _values(rng) if x != 0.0]
     pairs = list(zip(xs, _values(rng, len(xs)), strict=True))
     return _binary(_operators().inv_back, [*pairs, (0.0, 2.0), (-0.0, 2.0), (0.0, 0.0)])
 
 
-@check("0.1")
+@check("0.1", signed_zeros=True)
 def relu_back(rng: np.random.Generator) -> Any:
     return _binary(_operators().relu_back, _pairs(rng))
 
