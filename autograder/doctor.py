@@ -258,6 +258,24 @@ def check_layout(root: Path = ROOT) -> Check:
     return Check("repository", OK, detail)
 
 
+def check_sandbox(root: Path = ROOT) -> Check:
+    """The isolation ``minitorch grade`` would use here (tier 1, tier 2, or none): only
+    an instructor grading untrusted code needs one, so its absence is a warning."""
+    from autograder import sandbox
+
+    first = sandbox.bubblewrap_problem()
+    if not first:
+        return Check("sandbox", OK, sandbox.Isolation(sandbox.BUBBLEWRAP).label)
+    second = sandbox.user_tier_problem([root])
+    if not second:
+        label = sandbox.Isolation(sandbox.USER, sandbox.free_uid(), f"bubblewrap: {first}")
+        return Check("sandbox", OK, label.label)
+    return Check(
+        "sandbox", WARN, f"none: minitorch grade refuses here. Tier 1: {first}. Tier 2: {second}",
+        f"only to grade submissions: {sandbox.INSTALL_BWRAP} (see autograder/README.md)",
+    )  # fmt: skip
+
+
 CHECKS: tuple[Callable[[], Check], ...] = (
     check_python,
     check_numpy,
@@ -268,6 +286,7 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     check_pytest,
     check_hypothesis,
     check_pytest_timeout,
+    check_sandbox,
     check_layout,
 )
 """The checks, in the order the table shows them."""

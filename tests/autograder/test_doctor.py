@@ -75,3 +75,20 @@ def test_a_tree_without_stage_packages_fails(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
     row = doctor.check_layout(tmp_path)
     assert row.status == "OK" and row.detail.startswith("module0 (")
+
+
+def test_the_sandbox_row_names_the_tier_or_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder import sandbox
+
+    monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "")
+    row = doctor.check_sandbox()
+    assert (row.status, row.detail.split(":")[0]) == ("OK", "tier 1")
+    monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "bwrap is not installed")
+    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees: "")
+    row = doctor.check_sandbox()
+    assert row.status == "OK" and row.detail.startswith("tier 2: a dedicated unprivileged user")
+    assert "bwrap is not installed" in row.detail
+    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees: "it needs root")
+    row = doctor.check_sandbox()
+    assert row.status == "WARN" and "it needs root" in row.detail
+    assert "apt-get install bubblewrap" in row.fix

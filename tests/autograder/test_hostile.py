@@ -598,6 +598,67 @@ def test_an_output_flood_is_read_with_a_cap(tmp_path: Path, grader: Path) -> Non
     assert len(report) < 20_000
 
 
+HUGE_ANSWER = """
+
+import json as _json, os as _os
+
+_line = _json.dumps({"check": "0.1:mul", "answer": "x" * (30 << 20)}) + "\\n"
+_os.write(3, _line.encode())
+"""
+
+LINE_FLOOD = """
+
+import json as _json, os as _os
+
+_line = (_json.dumps({"check": "0.1:mul", "answer": 1.0}) + "\\n").encode() * 2000
+for _ in range(10_000):  # 20 million well-formed lines
+    _os.write(3, _line)
+"""
+
+MEASURE_GRADER = """
+import resource, sys, time
+from pathlib import Path
+from autograder.grade import Limits, grade_to
+
+start = time.process_time()
+report = grade_to(Path(sys.argv[1]), Path(sys.argv[2]), root=Path(sys.argv[3]), stage=0,
+                  task_ids=["0.1"], limits=Limits(per_task_seconds=60))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_maxrss, time.process_time() - start)
+"""
+
+
+def _grader_cost(case: Path, files: Mapping[str, str], grader: Path) -> tuple[float, float, str]:
+    """The grader process's own peak memory (MB) and CPU seconds for one grade (its
+    children, the sandbox and the reference's run, are not counted), and the report."""
+    write_tree(case / "sub", files)
+    run = subprocess.run(
+        [sys.executable, "-c", MEASURE_GRADER, str(case / "sub"), str(case / "out"),
+         str(grader)], capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    peak_kb, cpu = run.stdout.split()[-2:]
+    report = json.loads((case / "out" / "results.json").read_text())["tests"][0]["output"]
+    return int(peak_kb) / 1024, float(cpu), report
+
+
+def test_the_answer_pipe_cannot_load_the_grader(tmp_path: Path, grader: Path) -> None:
+    # Before: a 30 MiB answer line drove the grader from 36 MB to 848 MB, and a flood of
+    # small well-formed lines kept it parsing at 100% of a core to the task's time limit.
+    base_mb, base_cpu, _ = _grader_cost(tmp_path / "base", stub_files(), grader)
+    files = stub_files()
+    files["module0/operators.py"] += HUGE_ANSWER
+    huge_mb, huge_cpu, huge = _grader_cost(tmp_path / "huge", files, grader)
+    files = stub_files()
+    files["module0/operators.py"] += LINE_FLOOD
+    flood_mb, flood_cpu, flood = _grader_cost(tmp_path / "flood", files, grader)
+    print(f"grader: stubs {base_mb:.0f} MB {base_cpu:.2f} s, 30 MiB answer {huge_mb:.0f} MB "
+          f"{huge_cpu:.2f} s, line flood {flood_mb:.0f} MB {flood_cpu:.2f} s")  # fmt: skip
+    assert huge_mb - base_mb < 100 and huge_cpu < 2, (huge_mb, huge_cpu, base_mb)
+    assert flood_mb - base_mb < 100 and flood_cpu < 2, (flood_mb, flood_cpu, base_mb)
+    assert "line(s) of its answer pipe were not valid answers" in huge, huge
+    assert "wrote more than 28 lines of answers" in flood, flood
+
+
 # -- 5. reports that say why ---------------------------------------------------------------
 
 
