@@ -6,11 +6,12 @@ the image, then ``run_autograder`` once per submission with the submission at
 The zip holds, at its top level:
 
 ``setup.sh``
-    installs bubblewrap (the sandbox) and a Python >= 3.11 (with apt, if the image has
+    installs bubblewrap (isolation tier 1) and a Python >= 3.11 (with apt, if the image has
     none), makes a virtual environment and installs the grader's *dependencies* into it
     (the runtime dependencies from ``pyproject.toml`` plus pytest, hypothesis and
     pytest-timeout), makes the grader's tree readable by root only, then runs
-    ``minitorch doctor`` and a sandbox check as smoke tests.
+    ``minitorch doctor`` and an isolation check as smoke tests (tier 1 or tier 2 must
+    work).
 ``run_autograder``
     runs ``python -m autograder.cli grade`` from ``/autograder/source/grader`` (with
     ``--stage`` / ``--reference-prerequisites`` baked in when given) and always leaves a
@@ -19,10 +20,11 @@ The zip holds, at its top level:
 ``grader/``
     the reference in the released shape (stages 0..``stage``, or all): grading compares
     the submission's answers with the reference's, so the grader needs the solutions.
-    The submission's code never sees them: it runs in a bubblewrap sandbox that binds
-    only a workspace made of the submission's declared files and stubs (see
-    ``autograder/sandbox.py``), as the unprivileged user ``nobody``, and ``setup.sh``
-    makes ``grader/`` readable by root only. The release is verified first (through
+    The submission's code never reads them: ``setup.sh`` makes ``grader/`` readable by
+    root only; tier 1 (bubblewrap) binds only a workspace made of the submission's
+    declared files and stubs, and tier 2 (a dedicated unprivileged user, where the
+    container refuses namespaces) refuses to run while another user could read the
+    tree (see ``autograder/sandbox.py``). The release is verified first (through
     ``stage``): the handout must score 0 and the shaped reference full marks. With
     ``reference_prerequisites`` the earlier stages' declared files in the workspace are
     the reference's, so those solutions *are* readable by the graded code.
@@ -131,8 +133,9 @@ chmod +x "$AUTOGRADER/source/run_autograder" 2>/dev/null || true
 # never binds it anyway; this also keeps it from anything else in the container.)
 chown -R root:root "$AUTOGRADER/source/grader"
 chmod -R go-rwx "$AUTOGRADER/source/grader"
-# Smoke tests: the grader's tree loads, its environment is complete, and a sandbox can
-# be made here (without one, minitorch grade refuses to grade).
+# Smoke tests: the grader's tree loads, its environment is complete, and the submission
+# can be isolated here: tier 1 (bubblewrap) or, where the container refuses namespaces,
+# tier 2 (a dedicated unprivileged user; without either, minitorch grade refuses).
 cd "$AUTOGRADER/source/grader"
 "$VENV/bin/python" -m autograder.cli doctor
 "$VENV/bin/python" -m autograder.sandbox

@@ -172,6 +172,8 @@ class AnswerChannel:
     baselines: dict[str, float] = field(default_factory=dict)
     dropped: int = 0
     """Lines that were not one valid record (malformed, unknown, over the line limit)."""
+    oversized: int = 0
+    """Of those, lines over the line limit (skipped without being kept)."""
     stop: str = ""
     _line: bytearray = field(default_factory=bytearray)
     _skipping: bool = False
@@ -210,6 +212,7 @@ class AnswerChannel:
         """The pipe ended: an unfinished last line is not a record."""
         if self._line or self._skipping:
             self.dropped += 1
+            self.oversized += self._skipping
         self._line, self._skipping = bytearray(), False
 
     def _end_line(self, now: float) -> bytes | None:
@@ -222,6 +225,7 @@ class AnswerChannel:
         record = None if skipped else parse_record(line, self.checks, self.limits.depth)
         if record is None:
             self.dropped += 1
+            self.oversized += skipped
             return None
         if record.kind != "ready":
             key = record.check
@@ -232,11 +236,14 @@ class AnswerChannel:
                 self.baselines.setdefault(key, record.baseline)
         return self.listener(record, now) if self.listener is not None else None
 
-    def problem(self) -> str:
-        """What the run did wrong on its pipe, for the report ("" when nothing)."""
-        if self.stop:
-            return f"the check process {self.stop} (limit reached; the run was stopped)"
-        return ""
+    def ignored(self) -> str:
+        """The lines that did not count, for the report ("" when every line counted)."""
+        if not self.dropped:
+            return ""
+        big = (f", {self.oversized} of them over the {self.limits.line_bytes >> 20} MiB "
+               "limit of a line") if self.oversized else ""  # fmt: skip
+        return (f"{self.dropped} line(s) of its answer pipe were not valid answers to its "
+                f"checks and were ignored{big}")  # fmt: skip
 
 
 def read_records(data: bytes, checks: Iterable[str] | None = None) -> AnswerChannel:

@@ -2,16 +2,21 @@
 
 How a submission is graded (the threat model is in ``autograder/README.md``):
 
-1. A private workspace is built from the grader's own copy of the repository (the
-   reference). From the submission only the files the registry declares are taken, and
-   only when each is a regular file (no symlink) of at most 1 MiB; a missing or refused
-   file gets its handout stub. Everything else comes from the grader. With
-   ``reference_prerequisites`` the declared files of stages below the graded one come
-   from the reference instead.
-2. A seed is drawn for this grade. Each task's checks (``tests/moduleN/checks.py``) run
-   on the workspace **inside a bubblewrap sandbox** (:mod:`autograder.sandbox`): no
-   reference, no network, its own PID namespace, limits, an unprivileged user. What comes
-   back is data only: each check's answer, as JSON lines on a pipe.
+1. A private workspace is built from an allow-list of the grader's own copy of the
+   repository (the reference): the stage packages, the check runner and the checks.
+   From the submission only the files the registry declares are taken, by content,
+   and only when each is a regular file with one link (no symlink, no hard link, not
+   the grader's own file) of at most 1 MiB; a missing or refused file gets its handout
+   stub. With ``reference_prerequisites`` the declared files of stages below the graded
+   one come from the reference instead.
+2. A seed is drawn for this grade, and the isolation tier probed
+   (:mod:`autograder.sandbox`: a bubblewrap sandbox, or a dedicated unprivileged user
+   where namespaces are refused). A task that asks for the student's own loops and
+   whose code does library work is not credited (:mod:`autograder.own_work`); every
+   other task's checks (``tests/moduleN/checks.py``) run on the workspace in
+   isolation: no reference, limits, an unprivileged user. What comes back is data
+   only: each check's answer, as JSON lines on a pipe, read by one parser with limits
+   (:mod:`autograder.channel`).
 3. The same checks run on the reference, in a process that never sees the submission.
    A timed check (task 2.3's speed) also runs rounds: the reference's process answers
    each round and times the trusted baseline on it; the grader sends each round's seed
@@ -53,6 +58,7 @@ from autograder.channel import (
     submission_limits,
 )
 from autograder.checks import Check, judge_answer, load_checks
+from autograder.own_work import library_work
 from autograder.paths import ROOT, available_tasks, course_tasks, repo_files
 from autograder.regions import find_regions, stub_text
 from autograder.task import Task
@@ -344,8 +350,8 @@ class Answers:
     seconds: dict[str, float] = field(default_factory=dict)
     """Timed rounds (:func:`round_key`) -> seconds: the grader's clock (submission) or
     the baseline's time (reference)."""
-    dropped: int = 0
-    """Lines of the answer pipe that were not one valid record."""
+    ignored: str = ""
+    """The lines of the answer pipe that did not count, if any (``AnswerChannel.ignored``)."""
 
 
 def round_seeds(checks: Sequence[Check]) -> list[int]:
@@ -428,7 +434,7 @@ def submission_answers(
     run = sandbox.run_isolated(
         isolation, argv, work=workspace, env=env, limits=box, channel=channel, cache_dir=cache
     )  # fmt: skip
-    return Answers(channel.answers, run, clock.seconds if clock else {}, channel.dropped)
+    return Answers(channel.answers, run, clock.seconds if clock else {}, channel.ignored())
 
 
 def judge_timed(entry: Check, reference: Answers, mine: Answers) -> tuple[str | None, str]:
@@ -454,6 +460,35 @@ def judge_timed(entry: Check, reference: Answers, mine: Answers) -> tuple[str | 
         f"({baseline * 1e3:.1f} ms on the same inputs)"
     )
     return (None if best <= bar else f"too slow: {times}"), times
+
+
+def library_work_of(task: Task, workspace: Path, root: Path) -> list[str]:
+    """Why a task that asks for the student's own computation (``Task.own_work``) is not
+    credited: each use of library work in the code its functions reach, as submitted
+    (read, never run: :mod:`autograder.own_work`). Empty when there is none."""
+    if not task.own_work:
+        return []
+    found = []
+    for path in task.files:
+        module = path.removesuffix(".py").replace("/", ".")
+        names = [f.split(":", 1)[1] for f in task.functions if f.split(":", 1)[0] == module]
+        source = (workspace / path).read_text(encoding="utf-8", errors="replace")
+        handout = stub_text((root / path).read_text(encoding="utf-8"), path)
+        uses = library_work(source, names, handout, cuda=task.stage == 3)
+        found += [use.message(path) for use in uses]
+    return found
+
+
+def not_credited(task: Task, checks: list[Check], uses: list[str]) -> TaskScore:
+    """The score of a task whose code does library work: nothing, and why (its checks
+    are not run)."""
+    shown = "; ".join(uses[:5]) + (f"; and {len(uses) - 5} more" if len(uses) > 5 else "")
+    why = (f"not credited: task {task.id} asks for your own loops, and its code uses "
+           f"library work ({shown}). Work done by NumPy's (or any library's) routines earns "
+           "nothing here: see 'Library work' in autograder/README.md")  # fmt: skip
+    reason = "not credited: library work in the task's code (see the problem above)"
+    return TaskScore(task=task, total=len(checks), problem=why,
+                     failures=[(c.id, reason) for c in checks])  # fmt: skip
 
 
 def score_task(task: Task, checks: list[Check], reference: Answers, mine: Answers) -> TaskScore:
@@ -489,10 +524,8 @@ def score_task(task: Task, checks: list[Check], reference: Answers, mine: Answer
         result.problem = f"the check process {run.how_it_ended()}"
     elif run.returncode not in (0, None) and not run.timed_out:
         result.problem = f"the check process {run.how_it_ended()} after answering"
-    if mine.dropped:
-        ignored = (f"{mine.dropped} line(s) of its answer pipe were not valid answers to "
-                   "its checks and were ignored")  # fmt: skip
-        result.problem = f"{result.problem}; {ignored}" if result.problem else ignored
+    if mine.ignored:
+        result.problem = f"{result.problem}; {mine.ignored}" if result.problem else mine.ignored
     if result.total:
         result.score = round(task.points * result.passed / result.total, 2)
     return result
@@ -561,6 +594,11 @@ def grade(
             os.chown(cache, isolation.uid, isolation.uid)
         notes += build_workspace(submission, root, workspace, stage, reference_prerequisites)
         for task in tasks:
+            if uses := library_work_of(task, workspace, root):
+                if log is not None:
+                    log(f"task {task.id}: not credited (library work: {uses[0]})")
+                scores.append(not_credited(task, checks[task.id], uses))
+                continue
             if log is not None:
                 log(f"grading task {task.id} ({len(checks[task.id])} checks)")
             timed = {c.id: c.timed.rounds for c in checks[task.id] if c.timed is not None}

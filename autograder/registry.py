@@ -226,6 +226,7 @@ TASKS: tuple[Task, ...] = (
             "module2.fast_ops:tensor_zip_kernel",
             "module2.fast_ops:tensor_reduce_kernel",
         ),
+        own_work=True,
     ),
     Task(
         id="2.2",
@@ -233,6 +234,7 @@ TASKS: tuple[Task, ...] = (
         points=15,
         files=("module2/fast_ops.py",),
         functions=("module2.fast_ops:tensor_matrix_multiply_kernel",),
+        own_work=True,
     ),
     Task(
         id="2.3",
@@ -241,6 +243,7 @@ TASKS: tuple[Task, ...] = (
         optional=True,
         files=("module2/fast_matmul.py",),
         functions=("module2.fast_matmul:gemm",),
+        own_work=True,
     ),
     Task(
         id="2.4",
@@ -255,6 +258,7 @@ TASKS: tuple[Task, ...] = (
         points=10,
         files=("module3/cuda_ops.py",),
         functions=("module3.cuda_ops:tensor_map", "module3.cuda_ops:tensor_zip"),
+        own_work=True,
     ),
     Task(
         id="3.2",
@@ -262,6 +266,7 @@ TASKS: tuple[Task, ...] = (
         points=10,
         files=("module3/cuda_ops.py",),
         functions=("module3.cuda_ops:sum_practice", "module3.cuda_ops:tensor_reduce"),
+        own_work=True,
     ),
     Task(
         id="3.3",
@@ -269,6 +274,7 @@ TASKS: tuple[Task, ...] = (
         points=15,
         files=("module3/cuda_ops.py",),
         functions=("module3.cuda_ops:tensor_matrix_multiply",),
+        own_work=True,
     ),
     Task(
         id="3.4",
@@ -276,6 +282,7 @@ TASKS: tuple[Task, ...] = (
         points=5,
         files=("module3/cuda_optim.py",),
         functions=("module3.cuda_optim:adam_kernel", "module3.cuda_optim:sgd_kernel"),
+        own_work=True,
     ),
     Task(
         id="4.1",
@@ -287,6 +294,7 @@ TASKS: tuple[Task, ...] = (
             "module4.fast_conv:conv1d_backward_input",
             "module4.fast_conv:conv1d_backward_weight",
         ),
+        own_work=True,
     ),
     Task(
         id="4.2",
@@ -298,6 +306,7 @@ TASKS: tuple[Task, ...] = (
             "module4.fast_conv:conv2d_backward_input",
             "module4.fast_conv:conv2d_backward_weight",
         ),
+        own_work=True,
     ),
     Task(
         id="4.3",

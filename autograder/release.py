@@ -155,6 +155,9 @@ def shaped_reference(root: Path, through: int | None) -> Path:
     folder = base / (
         f"minitorch-shaped-{os.getuid()}-{key:08x}-{'all' if through is None else through}"
     )
+    for private in (folder, _kernel_cache(folder)):  # solutions: readable by us only
+        private.mkdir(mode=0o700, exist_ok=True)
+        private.chmod(0o700)
     write_reference(root, folder, through)
     folder.with_name(folder.name + ".root").write_text(str(root.resolve()), encoding="utf-8")
     return folder

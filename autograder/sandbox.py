@@ -233,19 +233,20 @@ def bubblewrap_problem() -> str:
     return ""
 
 
-def user_tier_problem(trees: Sequence[Path] = ()) -> str:
+def user_tier_problem(trees: Sequence[Path] = (), uid: int | None = None) -> str:
     """Why tier 2 cannot be used here, or ``""`` when it can: the grader must be root, its
-    Python runnable by another user, and nothing of ``trees`` (the grader's trees) nor an
-    installed copy of the course readable by that user."""
+    Python runnable by another user (``uid``: the one to try as), and nothing of
+    ``trees`` (the grader's trees) nor an installed copy of the course readable by it."""
     if not sys.platform.startswith("linux"):
         return f"it needs Linux; this is {sys.platform}"
     if os.getuid() != 0:
         return "it needs the grader to run as root (to run the submission as another user)"
-    uid = free_uid()
+    uid = free_uid() if uid is None else uid
     readable = _readable_by(uid, _secret_paths(trees))
     if readable:
         tree = next((t for t in trees if Path(readable[0]).is_relative_to(t)), None)
-        where = f"the grader's tree {tree}" if tree else "an installed copy of the course"
+        where = (f"the grader's tree {tree}" if tree else
+                 "a copy of the course (an installed package, or a release's copy)")  # fmt: skip
         return (
             f"{where} is readable by other users ({readable[0]}): make it readable by "
             f"root only (chmod -R go-rwx {tree or readable[0]}; keep the Python "
@@ -272,9 +273,10 @@ def probe(trees: Sequence[Path] = ()) -> Isolation:
     first = bubblewrap_problem()
     if not first:
         return Isolation(BUBBLEWRAP)
-    second = user_tier_problem(trees)
+    uid = free_uid() if os.getuid() == 0 else SANDBOX_UID
+    second = user_tier_problem(trees, uid)
     if not second:
-        return Isolation(USER, uid=free_uid(), passed_over=f"bubblewrap: {first}")
+        return Isolation(USER, uid=uid, passed_over=f"bubblewrap: {first}")
     raise SandboxUnavailable(
         f"no isolation tier works here. Tier 1 (bubblewrap): {first}. Tier 2 (a dedicated "
         f"user): {second}"
@@ -315,7 +317,8 @@ def _process_uids() -> dict[int, int]:
 
 def _secret_paths(trees: Sequence[Path]) -> list[str]:
     """What tier 2's user must not read: each tree (its listing, its files, its git
-    data) and any course package installed in a site-packages folder."""
+    data), any course package installed in a site-packages folder, and the release's
+    copies of the reference in the temporary folder."""
     from autograder.paths import repo_files
 
     paths: list[str] = []
@@ -325,6 +328,8 @@ def _secret_paths(trees: Sequence[Path]) -> list[str]:
             paths.append(str(tree / ".git"))
     for folder in site_dirs():
         paths += [str(Path(folder) / n) for n in COURSE_PACKAGES if (Path(folder) / n).exists()]
+    # The release's shaped copies of the reference (autograder/release.py) and their kernels
+    paths += [str(p) for p in Path(tempfile.gettempdir()).glob("minitorch-shaped-*") if p.is_dir()]
     return paths
 
 

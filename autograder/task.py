@@ -21,6 +21,9 @@ class Task:
     optional: bool = False
     """Graded, but the framework works without it (it falls back to given code), so
     scripts and the main job do not wait for it."""
+    own_work: bool = False
+    """The task is writing a computation (a kernel): library work in its code (NumPy's
+    routines, ``@``, ...) is not credited (``autograder/own_work.py``)."""
 
     @property
     def stage(self) -> int:

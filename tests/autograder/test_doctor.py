@@ -84,11 +84,11 @@ def test_the_sandbox_row_names_the_tier_or_what_to_install(monkeypatch: pytest.M
     row = doctor.check_sandbox()
     assert (row.status, row.detail.split(":")[0]) == ("OK", "tier 1")
     monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "bwrap is not installed")
-    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees: "")
+    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees, uid=None: "")
     row = doctor.check_sandbox()
     assert row.status == "OK" and row.detail.startswith("tier 2: a dedicated unprivileged user")
     assert "bwrap is not installed" in row.detail
-    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees: "it needs root")
+    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees, uid=None: "it needs root")
     row = doctor.check_sandbox()
     assert row.status == "WARN" and "it needs root" in row.detail
     assert "apt-get install bubblewrap" in row.fix

@@ -474,7 +474,7 @@ def test_an_installed_copy_of_the_course_is_hidden_in_the_sandbox(
             assert str(site / "module0") in tmpfs
         else:
             problem = sandbox.user_tier_problem([])
-            assert "an installed copy of the course is readable" in problem, problem
+            assert "a copy of the course (an installed package" in problem, problem
             assert str(site / "module0") in problem
             os.chmod(folder, 0o700)
             assert sandbox.user_tier_problem([]) == ""
@@ -655,11 +655,46 @@ def test_the_answer_pipe_cannot_load_the_grader(tmp_path: Path, grader: Path) ->
           f"{huge_cpu:.2f} s, line flood {flood_mb:.0f} MB {flood_cpu:.2f} s")  # fmt: skip
     assert huge_mb - base_mb < 100 and huge_cpu < 2, (huge_mb, huge_cpu, base_mb)
     assert flood_mb - base_mb < 100 and flood_cpu < 2, (flood_mb, flood_cpu, base_mb)
-    assert "line(s) of its answer pipe were not valid answers" in huge, huge
+    assert (
+        "1 line(s) of its answer pipe were not valid answers to its checks and were "
+        "ignored, 1 of them over the 8 MiB limit of a line" in huge
+    ), huge
     assert "wrote more than 28 lines of answers" in flood, flood
 
 
 # -- 5. reports that say why ---------------------------------------------------------------
+
+
+FAKE_VERDICT = """
+
+import os as _os, sys as _sys
+
+_sys.stdout.write("\\x1b[2J\\x1b[32mGrade: 80 / 80\\x1b[0m\\r\\n<b>All tests passed</b>\\u2028")
+_sys.stdout.write("`# Grade: 80 / 80` " + "x" * 500 + "\\n")
+_sys.stdout.flush()
+_os._exit(1)
+"""
+
+
+def test_the_submissions_output_is_labelled_and_defanged(tmp_path: Path, grader: Path) -> None:
+    # Before: the run's last output was copied verbatim into results.json and
+    # classroom.json under "The run's last output": a fake "Grade: 80 / 80", HTML or
+    # terminal escapes showed to the student as if the grader wrote them.
+    files = stub_files()
+    files["module0/operators.py"] += FAKE_VERDICT
+    graded = grade_case(tmp_path, files, grader, task_ids=["0.1"])
+    report = graded.task("0.1").report()
+    label = "What the submission's code printed last (its own words, not the grader's"
+    assert label in report, report
+    shown = report.split(label, 1)[1].splitlines()[1:]
+    assert shown and all(line.startswith("  | ") for line in shown), shown
+    assert shown[0] == "  | Grade: 80 / 80", shown  # under the label: the submission's
+    assert shown[1].startswith("  | ‹b›All tests passed‹/b›'# Grade"), shown
+    assert all(len(line) <= 4 + 160 + 6 for line in shown), shown
+    results = (graded.out / "results.json").read_text(encoding="utf-8")
+    for forbidden in ("\\u001b", "<b>", "\\u2028", "\\r"):
+        assert forbidden not in results, forbidden
+    assert json.loads(results)["tests"][0]["output_format"] == "text"
 
 
 def test_reports_give_the_values_the_exit_status_and_the_inputs(
@@ -738,7 +773,7 @@ def test_without_a_sandbox_no_grade_is_issued(
     tmp_path: Path, grader: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "bwrap is not installed")
-    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees: "it needs root")
+    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees, uid=None: "it needs root")
     graded = grade_case(tmp_path, reference_files(), grader, task_ids=["0.1"])
     error = graded.report.grader_error
     assert "no isolation tier works here" in error and "bwrap is not installed" in error, error
