@@ -497,7 +497,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--fd", type=int, default=int(os.environ.get("MINITORCH_DATA_FD", 3)),
                         help="write the answers here")  # fmt: skip
-    parser.add_argument("--rounds", help="the reference's run: the timed rounds' seeds")
+    parser.add_argument(
+        "--rounds", default=os.environ.get("MINITORCH_ROUNDS"),
+        help="the reference's run: the timed rounds' seeds (or MINITORCH_ROUNDS)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10000)
     rounds = [int(v) for v in args.rounds.split(",")] if args.rounds else None

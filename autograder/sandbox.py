@@ -208,24 +208,33 @@ class Isolation:
         return str(work), str(cache)
 
 
+def _says_hello(
+    start: Callable[[list[str], SandboxLimits, RawChannel], SandboxResult],
+) -> str:
+    """ "" when a trivial Python run started by ``start`` answers on its pipe, else the
+    last line it printed (or how it ended)."""
+    channel = RawChannel()
+    argv = [sys.executable, "-S", "-c", "import os; os.write(3, b'ok')"]
+    result = start(argv, SandboxLimits(wall_seconds=60), channel)
+    if bytes(channel.data) == b"ok":
+        return ""
+    return (result.output.strip().splitlines()[-1:] or [result.how_it_ended()])[0][:300]
+
+
 def bubblewrap_problem() -> str:
     """Why tier 1 cannot be used here, or ``""`` when it can (a sandbox is started)."""
     if not sys.platform.startswith("linux"):
         return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
     if shutil.which("bwrap") is None:
         return f"bubblewrap (bwrap) is not installed: install it ({INSTALL_BWRAP})"
-    channel = RawChannel()
     try:
-        result = run_sandboxed(
-            [sys.executable, "-S", "-c", "import os; os.write(3, b'ok')"],
-            work=None, env={}, limits=SandboxLimits(wall_seconds=60), channel=channel,
-        )  # fmt: skip
+        detail = _says_hello(lambda argv, limits, channel: run_sandboxed(
+            argv, work=None, env={}, limits=limits, channel=channel))  # fmt: skip
     except OSError as exc:
         return f"bwrap could not start: {exc}"
-    if bytes(channel.data) != b"ok":
-        detail = result.output.strip().splitlines()[-1:] or [result.how_it_ended()]
+    if detail:
         return (
-            f"bwrap is installed but could not make a sandbox here ({detail[0][:300]}): "
+            f"bwrap is installed but could not make a sandbox here ({detail}): "
             "namespaces are refused (a container's seccomp profile, or unprivileged user "
             "namespaces disabled: sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu "
             "24.04 kernel.apparmor_restrict_unprivileged_userns=0)"
@@ -247,20 +256,19 @@ def user_tier_problem(trees: Sequence[Path] = (), uid: int | None = None) -> str
         tree = next((t for t in trees if Path(readable[0]).is_relative_to(t)), None)
         where = (f"the grader's tree {tree}" if tree else
                  "a copy of the course (an installed package, or a release's copy)")  # fmt: skip
+        target = tree or readable[0]
         return (
             f"{where} is readable by other users ({readable[0]}): make it readable by "
-            f"root only (chmod -R go-rwx {tree or readable[0]}; keep the Python "
-            "environment outside it, as the Gradescope bundle's /opt/minitorch-venv)"
+            f"root only (chmod -R go-rwx {target}); a Python environment inside it must "
+            f"stay reachable (chmod o+x {target}, then chmod -R o+rX on the environment, "
+            "as .ci/run does), or live outside it (the Gradescope bundle's "
+            "/opt/minitorch-venv)"
         )
-    channel = RawChannel()
-    result = run_as_user(
-        [sys.executable, "-S", "-c", "import os; os.write(3, b'ok')"], uid=uid,
-        work=Path("/"), env={}, limits=SandboxLimits(wall_seconds=60), channel=channel,
-    )  # fmt: skip
-    if bytes(channel.data) != b"ok":
-        detail = result.output.strip().splitlines()[-1:] or [result.how_it_ended()]
+    detail = _says_hello(lambda argv, limits, channel: run_as_user(
+        argv, uid=uid, work=Path("/"), env={}, limits=limits, channel=channel))  # fmt: skip
+    if detail:
         return (
-            f"another user cannot run the grader's Python {sys.executable} ({detail[0][:300]}):"
+            f"another user cannot run the grader's Python {sys.executable} ({detail}):"
             " its installation and environment must be readable and traversable by other "
             "users (for example chmod o+x on the folders above it)"
         )
@@ -660,18 +668,35 @@ def run_sandboxed(
     it as it arrives and answers on the command's standard input. On return, every
     process of the sandbox is gone.
     """
+    return _run_limited(
+        lambda fd: sandbox_command(
+            argv, work=work, env=env, limits=limits, cache_dir=cache_dir, data_fd=fd
+        ),
+        cwd=None, env=None, limits=limits, channel=channel,
+    )  # fmt: skip
+
+
+def _run_limited(
+    command: Callable[[int], list[str]],
+    *,
+    cwd: Path | None,
+    env: dict[str, str] | None,
+    limits: SandboxLimits,
+    channel: Channel,
+    cleanup: Callable[[], None] | None = None,
+) -> SandboxResult:
+    """:func:`_run` inside fresh control groups (where they can be made), which are
+    removed after ``cleanup`` (the run's leftovers) has run."""
     groups = ControlGroups(limits.memory_mb * 1024 * 1024, limits.processes)
     try:
-        result = _run(
-            lambda fd: sandbox_command(
-                argv, work=work, env=env, limits=limits, cache_dir=cache_dir, data_fd=fd
-            ),
-            cwd=None, env=None, limits=limits, channel=channel, setup=groups.join,
-        )  # fmt: skip
+        result = _run(command, cwd=cwd, env=env, limits=limits, channel=channel,
+                      setup=groups.join)  # fmt: skip
         result.whole_limits = ", ".join(groups.applied)
         result.memory_exhausted = groups.exhausted()
         return result
     finally:
+        if cleanup is not None:
+            cleanup()
         groups.remove()
 
 
@@ -697,20 +722,16 @@ def run_as_user(
     os.chown(private, uid, uid)
     env = {**env, "HOME": str(private / "home"), "TMPDIR": str(private / "tmp"),
            "MPLCONFIGDIR": str(private / "matplotlib")}  # fmt: skip
-    groups = ControlGroups(limits.memory_mb * 1024 * 1024, limits.processes)
-    try:
-        result = _run(
-            lambda fd: _launcher(argv, limits, uid, fd, USER),
-            cwd=work, env=env, limits=limits, channel=channel, setup=groups.join,
-        )  # fmt: skip
-        result.whole_limits = ", ".join(groups.applied)
-        result.memory_exhausted = groups.exhausted()
-        return result
-    finally:
+
+    def cleanup() -> None:
         kill_user(uid)
-        groups.remove()
         shutil.rmtree(private, ignore_errors=True)
         remove_owned(uid)
+
+    return _run_limited(
+        lambda fd: _launcher(argv, limits, uid, fd, USER),
+        cwd=work, env=env, limits=limits, channel=channel, cleanup=cleanup,
+    )  # fmt: skip
 
 
 def kill_user(uid: int, attempts: int = 50) -> None:
