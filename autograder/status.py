@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,9 @@ class TaskStatus:
     stubbed: bool
     untouched: bool = False
     """Every stub still as the handout wrote it: the tests were not run."""
+    not_credited: bool = False
+    """The task asks for the student's own loops and its code does library work: the
+    grader gives it nothing, and so does this report (``tests/own_work.py``)."""
 
     @property
     def state(self) -> str:
@@ -54,7 +58,18 @@ class TaskStatus:
 
     @property
     def points(self) -> float:
-        return self.task.points * self.passed / self.total if self.total else 0.0
+        if self.not_credited or not self.total:
+            return 0.0
+        return self.task.points * self.passed / self.total
+
+
+OWN_WORK_TEST = "test_own_work.py::test_the_tasks_code_is_your_own_loops"
+"""The test that reads a task's code for library work (``tests/moduleN/test_own_work.py``)."""
+
+
+def library_work_failed(nodeids: Iterable[str], outcomes: Callable[[str], str | None]) -> bool:
+    """Whether a task's own-work test ran and failed (``outcomes``: nodeid -> outcome)."""
+    return any(OWN_WORK_TEST in n and outcomes(n) == "failed" for n in nodeids)
 
 
 def _read(root: Path, rel: str) -> str | None:
@@ -159,9 +174,11 @@ def collect_status(
     for task in tasks:
         ids = by_task.get(task.id, [])
         passed = sum(1 for n in ids if n in run.tests and run.tests[n].outcome == "passed")
-        statuses.append(
-            TaskStatus(task, passed, len(ids), still_stubbed(task, root), task in fresh)
+        stubbed = still_stubbed(task, root)
+        library = not stubbed and library_work_failed(
+            ids, lambda n: run.tests[n].outcome if n in run.tests else None
         )
+        statuses.append(TaskStatus(task, passed, len(ids), stubbed, task in fresh, library))
     return statuses, run
 
 
@@ -427,6 +444,11 @@ def run_task_tests(
         console.print(f"[red]The test run itself failed:[/] {escape(run.problem())}")
 
     points = task.points * len(passed) / len(results)
+    outcome = {r.nodeid: r.outcome for r in results}
+    if not still_stubbed(task, root) and library_work_failed(outcome, outcome.get):
+        points = 0.0
+        console.print("[red]Library work is not credited:[/] the task scores 0 until its "
+                      "code is your own loops (the grader reads it the same way).")  # fmt: skip
     console.print(f"Task {task.id}: {len(passed)} of {len(results)} tests pass "
                   f"({points:.1f} / {task.points} points).")  # fmt: skip
     if not failed:

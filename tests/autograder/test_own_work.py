@@ -186,3 +186,16 @@ def test_library_work_loses_exactly_the_task_it_sits_in() -> None:
         assert score.problem.startswith(f"not credited: task {task_id} asks for your own loops")
         assert what in score.problem, score.problem
         assert all(why.startswith("not credited") for _, why in score.failures)
+
+
+def test_the_students_report_gives_library_work_nothing_as_the_grader_does() -> None:
+    from autograder.registry import get_task
+    from autograder.status import OWN_WORK_TEST, TaskStatus, library_work_failed
+
+    own = f"tests/module2/{OWN_WORK_TEST}[2.3]"
+    outcomes = {own: "failed", "tests/module2/test_fast_matmul.py::test_x": "passed"}
+    assert library_work_failed(outcomes, outcomes.get)
+    assert not library_work_failed({own: "passed"}, {own: "passed"}.get)
+    task = get_task("2.3")
+    assert TaskStatus(task, 13, 14, False).points == pytest.approx(task.points * 13 / 14)
+    assert TaskStatus(task, 13, 14, False, not_credited=True).points == 0.0
