@@ -69,6 +69,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; Ctrl-C (or SIGTERM) stops it, and every process it started,
+    with one line and exit status 130 (143 for SIGTERM)."""
+    import signal
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(143)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        Console(stderr=True).print("[yellow]interrupted:[/] stopped, with every process it started")
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     console = Console()
     if args.command in ("status", "test"):

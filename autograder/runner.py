@@ -116,6 +116,12 @@ def read_report(path: Path) -> RunResult:
 def _limits(memory_mb: int | None) -> Any:
     def apply() -> None:
         os.setsid()
+        try:  # the child goes with this process, even if it is killed outright (Linux)
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
         try:
             import resource
 
@@ -239,21 +245,25 @@ def run_pytest(
             ini = private / "pinned.ini"
             ini.write_text("[pytest]\naddopts =\n", encoding="utf-8")
             cmd += ["--noconftest", "-c", str(ini), "--strict-markers"]
+        child = child_env(tree, private, env, no_site, inherit_env)
         if per_test_timeout:
             cmd += ["-p", "pytest_timeout", f"--timeout={per_test_timeout}"]
         cmd += args
         log_path = private / "output.log"
         with open(log_path, "wb") as log_file:
             proc = subprocess.Popen(
-                cmd, cwd=tree, env=child_env(tree, private, env, no_site, inherit_env),
+                cmd, cwd=tree, env=child,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file, stderr=subprocess.STDOUT, preexec_fn=_limits(memory_mb),
             )  # fmt: skip
-            timed_out = _wait(proc, report, timeout, on_progress)
-        try:  # the whole group goes, including anything the tests left running
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
+            try:
+                timed_out = _wait(proc, report, timeout, on_progress)
+            finally:  # whatever ends the wait (Ctrl-C, SIGTERM, an error), the whole
+                try:  # group goes, including anything the tests left running
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait()
         output = log_path.read_bytes()
         result = read_report(report)
         result.returncode = proc.returncode

@@ -299,3 +299,55 @@ def test_reference_prerequisites_needs_a_stage(tmp_path: Path) -> None:
     for test in tests:
         assert test["score"] == 0 and "needs --stage" in test["output"]
     assert "needs --stage" in (out / "summary.md").read_text(encoding="utf-8")
+
+
+def _run_processes(marker: str) -> list[int]:
+    """Processes whose command line names ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_ctrl_c_stops_a_runaway_test_run_and_every_process_it_started(
+    reference0: Path, tmp_path: Path
+) -> None:
+    """Before: Ctrl-C skipped the kill, and the pytest child (its own session) ran on,
+    an infinite loop at 95% of a core; each retry added another."""
+    import signal
+    import time
+
+    tree = tmp_path / "course"
+    shutil.copytree(reference0, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    autodiff = tree / "module0" / "autodiff.py"
+    text = autodiff.read_text(encoding="utf-8")
+    assert "stack.pop().history" in text
+    autodiff.write_text(text.replace("stack.pop().history", "stack[-1].history"))  # a loop
+    env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "200", "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autograder.cli", "test", "0.5"], cwd=tree, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    marker = f"--rootdir={tree}"
+    try:
+        deadline = time.monotonic() + 120
+        while not _run_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _run_processes(marker), "the test run did not start"
+        time.sleep(3)  # in the loop by now
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        for pid in _run_processes(marker):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 130, out + err
+    assert "interrupted: stopped, with every process it started" in err, err
+    assert "Traceback" not in out + err
+    time.sleep(0.5)
+    assert _run_processes(marker) == []
