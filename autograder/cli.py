@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     rel.add_argument("--through", type=int, default=None, help="release stages 0..N only")
     rel.add_argument("--force", action="store_true", help="replace a non-empty OUT_DIR")
     rel.add_argument("--no-verify", dest="verify", action="store_false",
-                     help="skip the verification (not for handing out)")  # fmt: skip
+                     help="skip the verification: fine for a copy of your own (a "
+                     "self-learner's, a draft), never for handing out")  # fmt: skip
     grade = sub.add_parser("grade", help="grade an untrusted submission")
     grade.add_argument("submission", type=Path)
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")

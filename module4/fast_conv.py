@@ -6,8 +6,9 @@ weights ``(out_channels, in_channels, kernel...)``, zero padding, output size
 ``(n + 2 * padding - kernel) // stride + 1`` per spatial dimension, no bias.
 
 Each task is three Numba kernels: the forward pass, the gradient for the input and the
-gradient for the weight. They take C-contiguous float64 NumPy arrays of their natural
-rank and write every entry of a preallocated output (from ``np.empty``); the given
+gradient for the weight. They take C-contiguous NumPy arrays of their natural rank,
+all float64 or all float32 (the tensors' dtype; Numba compiles each once), and write
+every entry of a preallocated output of that dtype (from ``np.empty``); the given
 ``Conv1dFun`` / ``Conv2dFun`` make those arrays from the tensors and wrap the results.
 
 The kernels are module-level ``njit(parallel=PARALLEL, cache=True)`` functions (cached
