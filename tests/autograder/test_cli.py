@@ -25,7 +25,7 @@ from autograder.regions import fill_text, reference_bodies
 from autograder.registry import TASKS, tasks_for_stage
 from autograder.release import shaped_reference, write_handout
 from autograder.status import collect_status, still_stubbed
-from tests.autograder.isolation import need
+from tests.autograder.isolation import need, processes_naming
 
 ROOT = Path(__file__).resolve().parents[2]
 TOTAL = sum(t.points for t in TASKS)
@@ -301,19 +301,6 @@ def test_reference_prerequisites_needs_a_stage(tmp_path: Path) -> None:
     assert "needs --stage" in (out / "summary.md").read_text(encoding="utf-8")
 
 
-def _run_processes(marker: str) -> list[int]:
-    """Processes whose command line names ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 def test_ctrl_c_stops_a_runaway_test_run_and_every_process_it_started(
     reference0: Path, tmp_path: Path
 ) -> None:
@@ -336,18 +323,18 @@ def test_ctrl_c_stops_a_runaway_test_run_and_every_process_it_started(
     marker = f"--rootdir={tree}"
     try:
         deadline = time.monotonic() + 120
-        while not _run_processes(marker) and time.monotonic() < deadline:
+        while not processes_naming(marker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _run_processes(marker), "the test run did not start"
+        assert processes_naming(marker), "the test run did not start"
         time.sleep(3)  # in the loop by now
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-        for pid in _run_processes(marker):
+        for pid in processes_naming(marker):
             os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 130, out + err
     assert "interrupted: stopped, with every process it started" in err, err
     assert "Traceback" not in out + err
     time.sleep(0.5)
-    assert _run_processes(marker) == []
+    assert processes_naming(marker) == []

@@ -46,7 +46,7 @@ from autograder.grade import (
 )
 from autograder.paths import ROOT
 from autograder.regions import find_regions, stub_text
-from tests.autograder.isolation import TIERS, in_tier
+from tests.autograder.isolation import TIERS, in_tier, processes_naming
 from tests.autograder.snoop import snoop, snooped_in
 from tests.autograder.toy import TOY, toy_course, toy_tasks
 
@@ -519,18 +519,6 @@ def test_the_grader_and_its_environment_are_out_of_reach(
 # -- 4. limits on the whole sandbox ------------------------------------------------------------
 
 
-def _alive_with(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if token.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 def test_limits_hold_for_the_whole_sandbox_and_nothing_outlives_it(
     tmp_path: Path, grader: Path
 ) -> None:
@@ -541,11 +529,11 @@ def test_limits_hold_for_the_whole_sandbox_and_nothing_outlives_it(
     graded = grade_case(tmp_path, abuse_submission(token), grader, task_ids=["0.1"])
     seconds = time.monotonic() - start
     try:
-        assert _alive_with(token) == []
+        assert processes_naming(token) == []
         assert not Path("/dev/shm", token).exists()
         assert not Path("/tmp", token).exists()
     finally:
-        for pid in _alive_with(token):
+        for pid in processes_naming(token):
             os.kill(pid, 9)
         Path("/dev/shm", token).unlink(missing_ok=True)
         Path("/tmp", token).unlink(missing_ok=True)
