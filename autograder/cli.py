@@ -35,7 +35,17 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument("task", nargs="?", default=None, help="task id, e.g. 0.4")
     test.add_argument("--full", action="store_true",
                       help="also print pytest's own report, and every failing test")  # fmt: skip
-    test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
+    for command in (status, test):
+        command.add_argument(
+            "--test-seconds", type=float, default=60.0, metavar="S",
+            help="stop a test that runs longer (an infinite loop?) and say where it was; "
+                 "0 for no limit (default 60)",
+        )  # fmt: skip
+        command.add_argument(
+            "--memory-mb", type=int, default=4096, metavar="MB",
+            help="memory the test run may use; 0 for no limit (default 4096)",
+        )  # fmt: skip
+    test.epilog = "Any other argument goes to pytest (e.g. -k NAME, -x)."
     sub.add_parser("doctor", help="check Python, numba, the CUDA route and matplotlib")
     rel = sub.add_parser("release", help="write the student handout and verify it")
     rel.add_argument("out_dir", type=Path)
@@ -86,8 +96,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
-    console = Console()
+    parser = _parser()
+    # The course's own options may come before or after the task; the rest is pytest's.
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "test":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.pytest_args = [a for a in extra if a != "--"]
+    # soft_wrap: a long line (a test id, a path) is never broken by an inserted newline,
+    # so piped output keeps it whole, and a terminal wraps it as it wraps any line.
+    console = Console(soft_wrap=True)
     if args.command in ("status", "test"):
         from autograder.paths import other_tree_message
 
@@ -96,13 +113,15 @@ def _main(argv: Sequence[str] | None) -> int:
             console.print(f"[red]minitorch {args.command}:[/] {escape(problem)}", soft_wrap=True)
             return 2
     if args.command == "status":
-        from autograder.status import run_status
+        from autograder.status import RunLimits, run_status
 
-        return run_status(console=console, out=args.out)
+        return run_status(console=console, out=args.out,
+                          limits=RunLimits(args.test_seconds, args.memory_mb))  # fmt: skip
     if args.command == "test":
-        from autograder.status import run_task_tests
+        from autograder.status import RunLimits, run_task_tests
 
-        return run_task_tests(args.task, args.pytest_args, console=console, full=args.full)
+        return run_task_tests(args.task, args.pytest_args, console=console, full=args.full,
+                              limits=RunLimits(args.test_seconds, args.memory_mb))  # fmt: skip
     if args.command == "doctor":
         from autograder.doctor import run_doctor
 

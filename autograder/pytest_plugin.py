@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import gc
 import json
 import os
 import sys
+import threading
+import traceback
 import types
 from pathlib import Path
 from typing import Any
@@ -154,6 +157,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     inner = getattr(handle, "inner_test", None)
     if inner is None or getattr(inner, "_minitorch_fast_fail", False):
         outcome = yield
+        _release_memory(outcome.exception)
         return
 
     @functools.wraps(inner)  # Hypothesis names the test by its inner function
@@ -161,7 +165,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         try:
             return inner(*args, **kwargs)
         except Exception as exc:
-            if is_stub_error(exc) or is_compile_error(exc):
+            # A MemoryError too: each further example would fill memory again.
+            if is_stub_error(exc) or is_compile_error(exc) or isinstance(exc, MemoryError):
                 raise _StubReached(exc) from None
             raise
 
@@ -173,6 +178,16 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         handle.inner_test = inner
     if isinstance(outcome.exception, _StubReached):
         outcome.force_exception(outcome.exception.args[0])
+    _release_memory(outcome.exception)
+
+
+def _release_memory(exc: BaseException | None) -> None:
+    """After a MemoryError, drop the locals of the frames it went through: what the
+    test allocated stays alive in them otherwise, and pytest itself then runs out of
+    memory while it writes the report."""
+    if isinstance(exc, MemoryError):
+        traceback.clear_frames(exc.__traceback__)
+        gc.collect()
 
 
 def _failure_details(
@@ -182,6 +197,9 @@ def _failure_details(
     Hypothesis's notes, such as the failing example), and the innermost line of the
     stage packages it passed through."""
     exc = excinfo.value
+    if isinstance(exc, TestTimeout):
+        return {"type": "TestTimeout", "text": str(exc), "notes": [], "stub": False,
+                "where": exc.where, "timeout": True}  # fmt: skip
     notes = [str(n) for n in getattr(exc, "__notes__", []) or []]
     if isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # Hypothesis: several bugs
         first = exc.exceptions[0]
@@ -338,6 +356,113 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip("task not started: its stubs are untouched")
 
 
+class TestTimeout(BaseException):
+    """Raised in a test that runs past ``--minitorch-test-seconds``. A BaseException,
+    so neither Hypothesis (which would try more examples) nor the student's own
+    ``except Exception`` catches it."""
+
+    __test__ = False
+    message = ""
+    where: dict[str, Any] | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+    @classmethod
+    def about(cls, message: str, where: dict[str, Any] | None) -> type[TestTimeout]:
+        """A subclass carrying the message: an asynchronous exception is raised from
+        its class (CPython instantiates it with no arguments)."""
+        return type(cls.__name__, (cls,), {"message": message, "where": where})
+
+
+def innermost_course_frame(frame: types.FrameType | None, root: Path) -> dict[str, Any] | None:
+    """The innermost frame of ``frame``'s stack in a stage package under ``root`` (else
+    in the tree's tests): where a test that hangs is stuck."""
+    fallback = None
+    while frame is not None:
+        try:
+            rel = Path(frame.f_code.co_filename).resolve().relative_to(root)
+        except ValueError:
+            rel = None
+        if rel is not None and rel.parts:
+            where = {"file": rel.as_posix(), "line": frame.f_lineno,
+                     "function": frame.f_code.co_name}  # fmt: skip
+            if rel.parts[0].startswith("module"):
+                return where
+            fallback = fallback or where
+        frame = frame.f_back
+    return fallback
+
+
+class Watchdog:
+    """``--minitorch-test-seconds S``: a test still running after S seconds gets a
+    :class:`TestTimeout` raised in it, naming the innermost course function it is in
+    and the run stops there: when one test hangs, the tests after it that reach the same
+    code would each hang for S seconds too. One stuck where no Python line runs (inside
+    a compiled kernel, a long NumPy call) cannot be interrupted: after a grace period
+    the process exits, its report saying which test and where."""
+
+    GRACE = 10.0
+
+    def __init__(self, config: pytest.Config, seconds: float) -> None:
+        self.config = config
+        self.seconds = seconds
+        self.root = Path(str(config.rootpath)).resolve()
+        self.lock = threading.Lock()
+        self.running: str | None = None
+
+    def _message(self, where: dict[str, Any] | None) -> str:
+        place = (f"{where['file']}:{where['line']}, in {where['function']}" if where
+                 else "no course function")  # fmt: skip
+        return (f"did not finish in {self.seconds:g} s: an infinite loop? "
+                f"last function entered: {place}")  # fmt: skip
+
+    def _report(self, record: dict[str, Any]) -> None:
+        reporter = self.config.pluginmanager.get_plugin("minitorch-reporter")
+        if reporter is not None:
+            reporter.write(record)
+
+    def _fire(self, item: pytest.Item, main: int, stop: bool) -> None:
+        nodeid = item.nodeid
+        with self.lock:
+            if self.running != nodeid:
+                return
+            where = innermost_course_frame(sys._current_frames().get(main), self.root)
+            message = self._message(where)
+            self._report({"event": "timeout", "nodeid": nodeid, "seconds": self.seconds,
+                          "where": where, "message": message, "stopped": stop})  # fmt: skip
+            if stop:  # the exception was not raised: no Python line ran since
+                sys.stderr.write(f"\n{nodeid} {message}; it could not be interrupted, so the run "
+                                 "ends here\n")  # fmt: skip
+                sys.stderr.flush()
+                os._exit(3)
+            item.session.shouldstop = message
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(main), ctypes.py_object(TestTimeout.about(message, where))
+            )
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        main = threading.get_ident()
+        timers = [
+            threading.Timer(self.seconds, self._fire, (item, main, False)),
+            threading.Timer(self.seconds + self.GRACE, self._fire, (item, main, True)),
+        ]
+        for timer in timers:
+            timer.daemon = True
+        with self.lock:
+            self.running = item.nodeid
+        for timer in timers:
+            timer.start()
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.running = None
+            for timer in timers:
+                timer.cancel()
+
+
 REACHED = pytest.StashKey[list[str]]()
 DETAILS = pytest.StashKey[dict[str, Any]]()
 
@@ -434,6 +559,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--minitorch-reach", action="store_true",
         help="record which registry functions each test calls",
     )  # fmt: skip
+    group.addoption(
+        "--minitorch-test-seconds", type=float, default=0.0, metavar="S",
+        help="stop a test still running after S seconds, naming where it is (0: never)",
+    )  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -442,5 +571,8 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--minitorch-report")
     if path:
         config.pluginmanager.register(Reporter(config, path), "minitorch-reporter")
+    seconds = config.getoption("--minitorch-test-seconds", 0.0)
+    if seconds and seconds > 0:
+        config.pluginmanager.register(Watchdog(config, seconds), "minitorch-watchdog")
     if config.getoption("--minitorch-reach", False):
         config.pluginmanager.register(ReachTracker(config), "minitorch-reach")

@@ -1,9 +1,11 @@
 """Run pytest in a child process and read back what the course plugin reported.
 
 For the student's own loop (``minitorch status`` / ``test``) and the release's
-verification, on code that is not hostile: the child gets its own process group, an
-optional memory limit (``RLIMIT_AS``) and an overall time limit (the whole group is
-killed). Grading does not run pytest; it compares graded checks' answers, with the
+verification, on code that is not hostile: the child gets its own process group (killed
+whole, whatever ends the wait), an optional memory limit (``RLIMIT_DATA``: the heap and
+every private writable mapping, so NumPy's arrays count and a GPU driver's address-space
+reservations do not), an optional per-test time limit (the course plugin's watchdog)
+and an overall time limit. Grading does not run pytest; it compares graded checks' answers, with the
 submission in a sandbox (``autograder/grade.py``).
 """
 
@@ -54,6 +56,11 @@ class RunResult:
     foreign_modules: list[str] = field(default_factory=list)
     output: str = ""
     seconds: float = 0.0
+    stuck: dict[str, Any] | None = None
+    """The watchdog's record of a test it could not interrupt (the run ended there)."""
+    hung: str = ""
+    """The watchdog's message for a test it stopped (the run stopped after it)."""
+    memory_mb: int | None = None
 
     def problem(self) -> str:
         """A one-line account of what went wrong with the run itself, or ``""``."""
@@ -63,7 +70,17 @@ class RunResult:
             )
         if self.timed_out:
             return "the run exceeded its time limit and was killed"
+        if self.hung and self.stuck is None:
+            return f"{self.hung}; the run stopped there, so the tests after it did not run"
+        if self.stuck is not None:
+            return (f"test {self.stuck.get('nodeid')} {self.stuck.get('message')}; it could "
+                    "not be interrupted (no Python "
+                    "line ran: a compiled kernel or one long NumPy call?), so the run "
+                    "stopped there")  # fmt: skip
         if not self.finished:
+            if self.memory_mb and self.returncode in (-signal.SIGKILL, -signal.SIGABRT):
+                return (f"the test process was killed (signal {-self.returncode}): out of "
+                        f"memory? The run may use {self.memory_mb} MB (--memory-mb)")  # fmt: skip
             code = self.returncode
             how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
             return f"the test process ended early ({how}) before pytest finished"
@@ -107,6 +124,16 @@ def read_report(path: Path) -> RunResult:
                 result.tests[new.nodeid] = new
             elif new.reached:
                 old.reached = sorted(set(new.reached) | set(old.reached))
+        elif event == "timeout" and not record.get("stopped"):
+            result.hung = f"test {record.get('nodeid')} {record.get('message', '')}"
+        elif event == "timeout":
+            result.stuck = record
+            nodeid = str(record.get("nodeid"))
+            text = str(record.get("message", ""))
+            details = {"type": "TestTimeout", "text": text, "notes": [], "stub": False,
+                       "where": record.get("where"), "timeout": True}  # fmt: skip
+            result.tests[nodeid] = TestResult(nodeid, "failed", float(record.get("seconds", 0)),
+                                              text, details)  # fmt: skip
         elif event == "finish":
             result.finished = True
             result.exitstatus = record.get("exitstatus")
@@ -128,7 +155,7 @@ def _limits(memory_mb: int | None) -> Any:
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             if memory_mb:
                 limit = memory_mb * 1024 * 1024
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+                resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
         except (ImportError, ValueError, OSError):
             pass
 
@@ -247,7 +274,7 @@ def run_pytest(
             cmd += ["--noconftest", "-c", str(ini), "--strict-markers"]
         child = child_env(tree, private, env, no_site, inherit_env)
         if per_test_timeout:
-            cmd += ["-p", "pytest_timeout", f"--timeout={per_test_timeout}"]
+            cmd += [f"--minitorch-test-seconds={per_test_timeout}"]
         cmd += args
         log_path = private / "output.log"
         with open(log_path, "wb") as log_file:
@@ -268,6 +295,7 @@ def run_pytest(
         result = read_report(report)
         result.returncode = proc.returncode
         result.timed_out = timed_out
+        result.memory_mb = memory_mb
         result.output = output.decode("utf-8", errors="replace")[-20000:]
         result.seconds = time.monotonic() - start
         return result

@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
+from autograder.broken_file import first_broken
 from autograder.paths import ROOT, available_tasks, course_task, test_dirs
 from autograder.regions import STUB_MESSAGE, STUDENT_BEGIN, STUDENT_END, stub_pattern
 from autograder.runner import RunResult, TestResult, run_pytest
@@ -135,11 +136,20 @@ def untouched(task: Task, root: Path = ROOT) -> bool:
     return bool(stubs) and all(s.pristine for s in stubs) and covered == wanted
 
 
+@dataclass(frozen=True)
+class RunLimits:
+    """Limits on a student's own test run (``--test-seconds``, ``--memory-mb``; 0: none)."""
+
+    test_seconds: float = 60.0
+    memory_mb: int = 4096
+
+
 def _run(
     root: Path,
     args: list[str],
     console: Console,
     label: str,
+    limits: RunLimits,
     total: int | None = None,
 ) -> RunResult:
     with Progress(
@@ -151,11 +161,14 @@ def _run(
         def advance(lines: int) -> None:
             progress.update(bar, completed=max(lines - 2, 0))
 
-        return run_pytest(root, args, on_progress=advance, inherit_env=True)
+        return run_pytest(
+            root, args, on_progress=advance, inherit_env=True,
+            per_test_timeout=limits.test_seconds or None, memory_mb=limits.memory_mb or None,
+        )  # fmt: skip
 
 
 def collect_status(
-    root: Path = ROOT, console: Console | None = None
+    root: Path = ROOT, console: Console | None = None, limits: RunLimits = RunLimits()
 ) -> tuple[list[TaskStatus], RunResult]:
     """Run the graded tests of every started task once and summarise per task."""
     console = console or Console()
@@ -165,7 +178,7 @@ def collect_status(
     args = [*test_dirs(tasks), "-m", expression, "-q"]
     if fresh:
         args += ["--minitorch-not-started", ",".join(t.id for t in fresh)]
-    run = _run(root, args, console, "running the tests")
+    run = _run(root, args, console, "running the tests", limits)
     by_task: dict[str, list[str]] = {t.id: [] for t in tasks}
     for item in run.collected or []:
         for task_id in item["tasks"]:
@@ -248,23 +261,48 @@ def write_feedback(statuses: list[TaskStatus], out: Path, problem: str = "") -> 
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def run_status(root: Path = ROOT, console: Console | None = None, out: Path | None = None) -> int:
+def run_status(
+    root: Path = ROOT,
+    console: Console | None = None,
+    out: Path | None = None,
+    limits: RunLimits = RunLimits(),
+) -> int:
     console = console or Console()
-    statuses, run = collect_status(root, console)
+    statuses, run = collect_status(root, console, limits)
     if run.collected is None or run.collect_errors:
         console.print("[red]The tests did not collect, so no task can be scored:[/]")
-        detail = "\n".join(run.collect_errors) or run.output
-        console.print(escape(detail[-3000:]), highlight=False)
+        _why_not_collected(root, run, console)
         if out is not None:
             empty = [TaskStatus(t, 0, 0, True) for t in available_tasks(root)]
             write_feedback(empty, out, "the tests did not collect")
         return 1
     if out is not None:
-        write_feedback(statuses, out)
+        write_feedback(statuses, out, run.problem())
     console.print(status_table(statuses))
+    if run.problem():
+        console.print(f"[red]The test run itself failed:[/] {escape(run.problem())}")
     pending = next((s.task for s in statuses if s.state != "passed"), None)
     console.print(next_step(pending))
     return 0
+
+
+_MACHINERY = re.compile(r"<frozen importlib|^\s*\?\?\?$|site-packages/|/lib/python3\.\d+/")
+
+
+def _why_not_collected(root: Path, run: RunResult, console: Console) -> None:
+    """The few lines that say why the tests did not collect: a stage file that does not
+    import, told by :mod:`autograder.broken_file` (file, line, the line, the error);
+    else pytest's report without the import machinery's frames."""
+    lines = first_broken(root)
+    if lines is not None:
+        for line in lines:
+            console.print(escape(line), highlight=False)
+        console.print("Fix that file and run the command again: no test can run until it "
+                      "imports.")  # fmt: skip
+        return
+    detail = "\n".join(run.collect_errors) or run.output
+    kept = [line for line in detail.splitlines() if not _MACHINERY.search(line)]
+    console.print(escape("\n".join(kept)[-3000:]), highlight=False)
 
 
 def list_tasks(root: Path = ROOT, console: Console | None = None) -> int:
@@ -284,9 +322,19 @@ def _short(nodeid: str) -> str:
     return nodeid.removeprefix("tests/")
 
 
-def _message(result: TestResult) -> list[str]:
+def _message(result: TestResult, limits: RunLimits = RunLimits()) -> list[str]:
     """The lines that explain a failure: the exception and Hypothesis's example."""
     details = result.details
+    if details and details.get("timeout"):
+        return [str(details.get("text", "")),
+                "(a slow but correct answer? allow more: --test-seconds S)"]  # fmt: skip
+    if details and details.get("type") == "MemoryError":
+        where = details.get("where")
+        return [f"MemoryError: the test used all the memory the run may use "
+                f"({limits.memory_mb} MB): an unbounded loop that allocates?",
+                *([f"(raised in {where['file']}:{where['line']}, in {where['function']})"]
+                  if where else []),
+                "(a correct answer that needs more? allow more: --memory-mb MB)"]  # fmt: skip
     if details:
         text = f"{details.get('type', 'Error')}: {details.get('text', '')}".rstrip()
         notes = details.get("notes", [])
@@ -361,6 +409,7 @@ def run_task_tests(
     root: Path = ROOT,
     console: Console | None = None,
     full: bool = False,
+    limits: RunLimits = RunLimits(),
 ) -> int:
     """Run one task's tests and summarise them (see the module docstring)."""
     console = console or Console()
@@ -377,13 +426,12 @@ def run_task_tests(
     console.print(f"[bold]Task {task.id}: {escape(task.title)}[/] ({task.points} points)")
     args = [*test_dirs((task,)), "-m", task.marker, "-q", "--tb=short", "--minitorch-reach",
             *extra]  # fmt: skip
-    run = _run(root, args, console, f"running task {task.id}'s tests")
+    run = _run(root, args, console, f"running task {task.id}'s tests", limits)
     if full:
         console.print(escape(run.output), highlight=False)
     if run.collected is None or run.collect_errors:
         console.print("[red]The tests did not collect:[/]")
-        detail = "\n".join(run.collect_errors) or run.output[-3000:]
-        console.print(escape(detail[-3000:]), highlight=False)
+        _why_not_collected(root, run, console)
         return 1
     ids = [item["nodeid"] for item in run.collected if task.id in item["tasks"]]
     if not ids:
@@ -393,8 +441,10 @@ def run_task_tests(
     passed = [r for r in results if r.outcome == "passed"]
     failed = [r for r in results if r.outcome != "passed"]
     stubs = {(s.file, s.function): s for s in find_stubs(task, root)}
+    not_run = [r for r in failed if r.nodeid not in run.tests]
     stub_failures = [r for r in failed if (r.details or {}).get("stub")]
-    other_failures = [r for r in failed if not (r.details or {}).get("stub")]
+    other_failures = [r for r in failed if r.nodeid in run.tests and
+                      not (r.details or {}).get("stub")]  # fmt: skip
 
     # One line per function that is still a stub (this task's, then others' it needs).
     reached: dict[tuple[str, str, str], int] = {}
@@ -427,7 +477,7 @@ def run_task_tests(
         shown = other_failures if full else other_failures[:FAILURES_SHOWN]
         for result in shown:
             console.print(f"  [bold]{escape(_short(result.nodeid))}[/]")
-            for line in _message(result):
+            for line in _message(result, limits):
                 console.print(f"    {escape(line)}", highlight=False)
         if len(shown) < len(other_failures):
             console.print(f"  ... and {len(other_failures) - len(shown)} more "
@@ -440,6 +490,9 @@ def run_task_tests(
         console.print(heading)
         for row in rows:
             console.print(row)
+    if not_run:
+        console.print(f"[red]{len(not_run)} of the task's tests did not run[/] (the run "
+                      "stopped early: see below).")  # fmt: skip
     if run.problem():
         console.print(f"[red]The test run itself failed:[/] {escape(run.problem())}")
 

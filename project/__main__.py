@@ -17,6 +17,7 @@ exits with status 3 (see ``project/guard.py``). Arguments go to the chosen scrip
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from project.guard import EXIT_NOT_DONE, first_unfinished, stage_present, stages_done
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         later = [s for s in range(stages[-1] + 1, 5) if s != 3 and stage_present(s)]
         pending = first_unfinished(later) if later else None
+        importlib.import_module(module)  # a file that does not import says so first
         if stages[-1] < 4:
             print(f"Training {what}." + (f" Next: {pending}" if pending else ""), flush=True)
         if module == "project.train_digits":

@@ -11,8 +11,9 @@ Two mechanisms give that line:
 
 * :func:`install` (run when ``project`` is imported, so by every ``python -m project...``)
   puts a hook on uncaught exceptions: a stub's ``NotImplementedError("Task 1.1: ...")``
-  or the import of a stage package the handout lacks ends the script with that line.
-  Any other error keeps its traceback.
+  or the import of a stage package the handout lacks ends the script with that line;
+  a stage file that does not import (a syntax error) ends it with file, line and error
+  (:mod:`autograder.broken_file`). Any other error keeps its traceback.
 * :func:`require_stages` checks, before any work starts, that no task of the stages a
   script needs still holds a stub (a CUDA kernel's stub cannot raise, and a long
   compile should not come before the message).
@@ -111,8 +112,15 @@ def explain(exc: BaseException) -> str | None:
 def _hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
     message = explain(exc)
     if message is None:
-        _previous(kind, exc, tb)
-        return
+        from autograder.broken_file import describe
+
+        lines = describe(exc, ROOT)  # a stage file that does not import: its few lines
+        if lines is None:
+            _previous(kind, exc, tb)
+            return
+        sys.stdout.flush()
+        print("\n".join([*lines, "Fix that file and run again."]), file=sys.stderr, flush=True)
+        os._exit(1)
     try:
         sys.stdout.flush()
         print(message, file=sys.stderr, flush=True)

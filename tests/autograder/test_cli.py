@@ -338,3 +338,104 @@ def test_ctrl_c_stops_a_runaway_test_run_and_every_process_it_started(
     assert "Traceback" not in out + err
     time.sleep(0.5)
     assert processes_naming(marker) == []
+
+
+def _planted(reference0: Path, tmp_path: Path, rel: str, old: str, new: str) -> Path:
+    """A copy of the stage-0 reference with ``old`` replaced by ``new`` in ``rel``."""
+    tree = tmp_path / "course"
+    shutil.copytree(reference0, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    path = tree / rel
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return tree
+
+
+def test_a_test_that_never_ends_is_stopped_and_named_with_where_it_was(
+    reference0: Path, tmp_path: Path
+) -> None:
+    """Before: the per-test limit was pytest-timeout's 600 s, and a hung Hypothesis test
+    outlived it (Hypothesis caught the timeout's exception and went on with examples)."""
+    import time
+
+    tree = _planted(reference0, tmp_path, "module0/autodiff.py",
+                    "stack.pop().history", "stack[-1].history")  # fmt: skip
+    start = time.monotonic()
+    proc = minitorch(tree, "test", "0.5", "--test-seconds", "4", timeout=300)
+    seconds = time.monotonic() - start
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert re.search(r"did not finish in 4 s: an infinite loop\? last function entered: "
+                     r"module0/autodiff\.py:\d+, in topological_sort", out), out  # fmt: skip
+    assert "the run stopped there, so the tests after it did not run" in out, out
+    assert "--test-seconds" in out and "Traceback" not in out
+    assert seconds < 60, f"the run took {seconds:.0f} s: the first hang should end it"
+    assert processes_naming(f"--rootdir={tree}") == []
+
+
+def test_a_test_that_allocates_without_end_fails_with_the_memory_limit_named(
+    reference0: Path, tmp_path: Path
+) -> None:
+    """The run's memory is limited (``--memory-mb``); the test that exhausts it fails
+    with a MemoryError saying so, and the tests after it still run (the frames that
+    held the allocation are cleared, so pytest itself has memory left to report)."""
+    body = "    # BEGIN SOLUTION 0.1\n    return x * y"
+    tree = _planted(reference0, tmp_path, "module0/operators.py", body,
+                    body.replace("    return", "    grown = []\n    while True:\n"
+                                 "        grown.append([x] * 1000)\n    return"))  # fmt: skip
+    proc = minitorch(tree, "test", "0.1", "--memory-mb", "1024", timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "the test used all the memory the run may use (1024 MB)" in out, out
+    assert re.search(r"raised in module0/operators\.py:\d+, in mul", out), out
+    assert "did not run" not in out and "Traceback" not in out, out
+    passed = re.search(r"Task 0\.1: (\d+) of (\d+) tests pass", out)
+    assert passed and 0 < int(passed[1]) < int(passed[2]), out  # the others still ran
+    assert processes_naming(f"--rootdir={tree}") == []
+
+
+def test_a_test_stuck_where_no_python_line_runs_ends_the_run_and_is_named(
+    reference0: Path, tmp_path: Path
+) -> None:
+    """A hang inside one C call (here ``time.sleep``; in practice a compiled kernel)
+    cannot take the watchdog's exception: after its grace period the test process
+    exits, and the report still names the test, the limit and where it was."""
+    body = "    # BEGIN SOLUTION 0.1\n    return x * y"
+    tree = _planted(reference0, tmp_path, "module0/operators.py", body,
+                    body.replace("    return", "    __import__('time').sleep(10**6)\n"
+                                 "    return"))  # fmt: skip
+    proc = minitorch(tree, "test", "0.1", "--test-seconds", "2", timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert re.search(
+        r"did not finish in 2 s: an infinite loop\? last function entered: "
+        r"module0/operators\.py:\d+, in mul; it could not be interrupted",
+        out,
+    ), out
+    assert "Traceback" not in out, out
+    assert processes_naming(f"--rootdir={tree}") == []
+
+
+def test_a_syntax_error_is_told_in_a_few_lines_by_the_tests_and_the_main_job(
+    reference0: Path, tmp_path: Path
+) -> None:
+    """Before: 79 lines of import machinery (``<frozen importlib._bootstrap>`` frames,
+    once per test file) before the line that matters; ``python -m project`` announced
+    the training it was about to fail to start."""
+    tree = _planted(reference0, tmp_path, "module0/operators.py",
+                    "    return x * y\n", "    return x * y)\n")  # fmt: skip
+    proc = minitorch(tree, "test", "0.1", timeout=300)
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 1
+    assert re.fullmatch(r"module0/operators\.py, line \d+: SyntaxError: unmatched '\)'",
+                        lines[3]), lines  # fmt: skip
+    assert lines[4].strip() == "return x * y)" and lines[5].strip() == "^", lines
+    assert len(lines) <= 8 and not any("importlib" in line for line in lines), lines
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    job = subprocess.run([sys.executable, "-m", "project"], cwd=tree, env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    said = (job.stdout + job.stderr).strip().splitlines()
+    assert job.returncode == 1, said
+    assert re.fullmatch(r"module0/operators\.py, line \d+: SyntaxError: unmatched '\)'",
+                        said[0]), said  # fmt: skip
+    assert len(said) <= 5 and "Training" not in job.stdout, said

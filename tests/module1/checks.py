@@ -506,7 +506,53 @@ def get_through_views(rng: np.random.Generator) -> Any:
     return {"inputs": cases, "out": [raised(lambda c=c: run(*c)) for c in cases]}
 
 
+def _compiled_answers(name: str, cases: list[tuple[Any, ...]]) -> Any:
+    """``name`` compiled as stage 2 will (``tests/module1/numba_rule.py``): "compiles" and
+    its answers, or the start of the reason it does not compile."""
+    from tests.module1.numba_rule import NotCompilableError, compiled
+
+    try:
+        fn = compiled(name)
+    except NotCompilableError as exc:
+        return {"numba": "does not compile: " + str(exc).split("Numba said: ")[-1][:90]}
+
+    def run(args: tuple[Any, ...]) -> Any:
+        arrays = [_ints(a) if isinstance(a, tuple) else a for a in args]
+        value = fn(*arrays)  # index_to_position returns; the others write their last
+        return [int(i) for i in arrays[-1]] if value is None else int(value)
+
+    return {"numba": "compiles", "out": [raised(lambda c=c: run(c)) for c in cases]}
+
+
+@check("1.1")
+def index_functions_compile_with_numba(rng: np.random.Generator) -> Any:
+    """``index_to_position`` and ``to_index`` compiled with ``numba.njit``, as stage 2
+    compiles them, and run on int32 arrays (a non-compilable answer fails here, at task
+    1.1, not at task 2.1)."""
+    positions: list[tuple[Any, ...]] = []
+    ordinals: list[tuple[Any, ...]] = []
+    for _ in range(6):
+        shape = _shape(rng, 1, 4, 4)
+        index = tuple(int(rng.integers(0, n)) for n in shape)
+        positions.append((index, _row_major(shape)))
+        ordinals.append((int(rng.integers(0, math.prod(shape))), shape, (9,) * len(shape)))
+    return {"index_to_position": _compiled_answers("index_to_position", positions),
+            "to_index": _compiled_answers("to_index", ordinals)}  # fmt: skip
+
+
 # -- 1.2 broadcasting ---------------------------------------------------------------------
+
+
+@check("1.2")
+def broadcast_index_compiles_with_numba(rng: np.random.Generator) -> Any:
+    """``broadcast_index`` compiled with ``numba.njit``, as stage 2 compiles it."""
+    cases: list[tuple[Any, ...]] = []
+    for _ in range(6):
+        small, other = _broadcast_pair(rng, 1, 4, 4)
+        big = tuple(int(n) for n in np.broadcast_shapes(small, other))
+        index = tuple(int(rng.integers(0, n)) for n in big)
+        cases.append((index, big, small, (9,) * len(small)))
+    return _compiled_answers("broadcast_index", cases)
 
 
 @check("1.2")

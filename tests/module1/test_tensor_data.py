@@ -22,6 +22,7 @@ from module1.tensor_data import (
     strides_from_shape,
     to_index,
 )
+from tests.module1.numba_rule import compiled
 from tests.strict import exact_bool, exact_int, exact_tuple
 
 shapes = st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=4).map(tuple)
@@ -223,3 +224,36 @@ def test_bad_permutations_and_indices_are_named() -> None:
         data.get((0, 0, 0))
     with pytest.raises(ShapeError, match="too small"):
         TensorData(np.zeros(5), (2, 3))
+
+
+# -- tasks 1.1 and 1.2: the index functions compile as stage 2 compiles them --------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param("index_to_position", marks=pytest.mark.task1_1),
+     pytest.param("to_index", marks=pytest.mark.task1_1),
+     pytest.param("broadcast_index", marks=pytest.mark.task1_2)],
+)  # fmt: skip
+def test_index_functions_compile_with_numba(name: str) -> None:
+    """Stage 2 runs these inside ``numba.njit`` kernels: an answer Numba cannot compile
+    (``zip(strict=True)``, a tuple built on the fly) fails here with Numba's message,
+    not at task 2.1. The compiled function must also give NumPy's answers."""
+    fn = compiled(name)  # raises NotCompilableError, naming the rule, if Numba refuses
+    i32 = np.int32
+    if name == "index_to_position":
+        storage = np.arange(24).reshape(4, 3, 2).transpose(2, 1, 0)  # strides (1, 2, 6)
+        for index in np.ndindex(2, 3, 4):
+            assert int(fn(np.array(index, i32), np.array([1, 2, 6], i32))) == storage[index]
+    elif name == "to_index":
+        out = np.zeros(3, i32)
+        for ordinal in range(24):
+            fn(ordinal, np.array([2, 3, 4], i32), out)
+            assert tuple(int(i) for i in out) == np.unravel_index(ordinal, (2, 3, 4))
+    else:
+        values = np.arange(4.0).reshape(1, 4)
+        expected = np.broadcast_to(values, (2, 3, 4))
+        out = np.zeros(2, i32)
+        for index in np.ndindex(2, 3, 4):
+            fn(np.array(index, i32), np.array([2, 3, 4], i32), np.array([1, 4], i32), out)
+            assert values[tuple(int(i) for i in out)] == expected[index]
