@@ -46,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
             help="memory the test run may use; 0 for no limit (default 4096)",
         )  # fmt: skip
     test.epilog = "Any other argument goes to pytest (e.g. -k NAME, -x)."
-    sub.add_parser("doctor", help="check Python, numba, the CUDA route and matplotlib")
+    doctor = sub.add_parser("doctor", help="check Python, numba, the CUDA route and matplotlib")
+    doctor.add_argument("--instructor", action="store_true",
+                        help="require what grading needs (a sandbox): FAIL, not WARN")  # fmt: skip
     rel = sub.add_parser("release", help="write the student handout and verify it")
     rel.add_argument("out_dir", type=Path)
     rel.add_argument("--through", type=int, default=None, help="release stages 0..N only")
@@ -125,7 +127,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "doctor":
         from autograder.doctor import run_doctor
 
-        return run_doctor(console)
+        return run_doctor(console, instructor=args.instructor)
     if args.command == "release":
         from autograder.release import ReleaseError, release
 

@@ -9,6 +9,7 @@ The command exits 1 when any check FAILs, else 0.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -258,9 +259,10 @@ def check_layout(root: Path = ROOT) -> Check:
     return Check("repository", OK, detail)
 
 
-def check_sandbox(root: Path = ROOT) -> Check:
+def check_sandbox(root: Path = ROOT, instructor: bool = False) -> Check:
     """The isolation ``minitorch grade`` would use here (tier 1, tier 2, or none): only
-    an instructor grading untrusted code needs one, so its absence is a warning."""
+    an instructor grading untrusted code needs one, so its absence is a warning, and a
+    failure for ``minitorch doctor --instructor``."""
     from autograder import sandbox
 
     first = sandbox.bubblewrap_problem()
@@ -271,7 +273,8 @@ def check_sandbox(root: Path = ROOT) -> Check:
         label = sandbox.Isolation(sandbox.USER, sandbox.free_uid(), f"bubblewrap: {first}")
         return Check("sandbox", OK, label.label)
     return Check(
-        "sandbox", WARN, f"none: minitorch grade refuses here. Tier 1: {first}. Tier 2: {second}",
+        "sandbox", FAIL if instructor else WARN,
+        f"none: minitorch grade refuses here. Tier 1: {first}. Tier 2: {second}",
         f"only to grade submissions: {sandbox.INSTALL_BWRAP} (see autograder/README.md)",
     )  # fmt: skip
 
@@ -299,7 +302,8 @@ def run_checks(checks: Sequence[Callable[[], Check]] | None = None) -> list[Chec
         try:
             rows.append(check())
         except Exception as exc:
-            name = getattr(check, "__name__", "check").removeprefix("check_")
+            target = getattr(check, "func", check)  # a functools.partial
+            name = getattr(target, "__name__", "check").removeprefix("check_")
             rows.append(Check(name, FAIL, f"the check itself failed: {exc!r}"))
     return rows
 
@@ -318,8 +322,23 @@ def doctor_table(rows: Sequence[Check]) -> Table:
     return table
 
 
-def run_doctor(console: Console, checks: Sequence[Callable[[], Check]] | None = None) -> int:
-    """Print the table; return 1 if any check FAILed, else 0."""
+def instructor_checks() -> tuple[Callable[[], Check], ...]:
+    """The checks of ``doctor --instructor``: the same, with the sandbox required."""
+    return tuple(
+        functools.partial(check_sandbox, instructor=True) if c is check_sandbox else c
+        for c in CHECKS
+    )
+
+
+def run_doctor(
+    console: Console,
+    checks: Sequence[Callable[[], Check]] | None = None,
+    instructor: bool = False,
+) -> int:
+    """Print the table; return 1 if any check FAILed, else 0. ``instructor``: the
+    sandbox that grading needs is a FAIL when missing, not a WARN."""
+    if checks is None and instructor:
+        checks = instructor_checks()
     rows = run_checks(checks)
     console.print(doctor_table(rows))
     failed = [r.name for r in rows if r.status == FAIL]

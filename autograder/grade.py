@@ -692,6 +692,18 @@ def junit_xml(report: GradeReport) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
 
 
+def _problem_cell(score: TaskScore, width: int = 200) -> str:
+    """What went wrong with a task, for one table cell: the run's problem, else its first
+    failing check (and how many more), so no failed task has a blank cell."""
+    text = score.problem
+    if not text and score.failures:
+        check_id, message = score.failures[0]
+        more = len(score.failures) - 1
+        text = f"{check_id}: {message}" + (f" (and {more} more failing)" if more else "")
+    text = " ".join(text.split()).replace("|", "/")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def summary_markdown(report: GradeReport) -> str:
     lines = [
         f"# Grade: {report.score:g} / {report.max_score:g}",
@@ -702,7 +714,7 @@ def summary_markdown(report: GradeReport) -> str:
     for s in report.scores:
         lines.append(
             f"| {s.task.id} | {s.task.title} | {s.score:g} / {s.max_score:g} | "
-            f"{s.passed}/{s.total} | {s.problem.replace('|', '/')} |"
+            f"{s.passed}/{s.total} | {_problem_cell(s)} |"
         )
     timed = [f"- {check}: {times}" for s in report.scores for check, times in s.timings]
     if timed:

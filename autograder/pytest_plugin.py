@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import threading
+import time
 import traceback
 import types
 from pathlib import Path
@@ -146,6 +147,14 @@ def is_compile_error(exc: BaseException | None) -> bool:
         cls.__name__ == "NumbaError" and cls.__module__.startswith("numba")
         for cls in type(exc).__mro__
     )
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A shape in a test's id as itself, ``(2,0)``, where pytest would write ``a0``: a
+    failing case then says which shapes it was (``[(2,0)-(1,)]``)."""
+    if isinstance(val, tuple) and len(val) <= 6 and all(type(v) is int for v in val):
+        return "(" + ",".join(map(str, val)) + ("," if len(val) == 1 else "") + ")"
+    return None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -394,22 +403,62 @@ def innermost_course_frame(frame: types.FrameType | None, root: Path) -> dict[st
     return fallback
 
 
+class CompileClock:
+    """Seconds spent compiling Numba kernels in this process (``numba:compile`` events,
+    outermost ones only): a test's time limit does not count them, so a cold kernel
+    cache (a minute of compiling for stage 2's float32 tests on 2 cores) is no hang."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.depth = 0
+        self.since = 0.0
+        self.installed = False
+
+    def install(self) -> None:
+        """Listen to Numba's compile events, once Numba is imported (never imports it)."""
+        if self.installed or "numba" not in sys.modules:
+            return
+        from numba.core import event
+
+        clock = self
+
+        class Listener(event.Listener):
+            def on_start(self, ev: Any) -> None:
+                if clock.depth == 0:
+                    clock.since = time.monotonic()
+                clock.depth += 1
+
+            def on_end(self, ev: Any) -> None:
+                clock.depth -= 1
+                if clock.depth == 0:
+                    clock.total += time.monotonic() - clock.since
+
+        event.register("numba:compile", Listener())
+        self.installed = True
+
+    def seconds(self) -> float:
+        return self.total + (time.monotonic() - self.since if self.depth > 0 else 0.0)
+
+
 class Watchdog:
-    """``--minitorch-test-seconds S``: a test still running after S seconds gets a
-    :class:`TestTimeout` raised in it, naming the innermost course function it is in
-    and the run stops there: when one test hangs, the tests after it that reach the same
-    code would each hang for S seconds too. One stuck where no Python line runs (inside
-    a compiled kernel, a long NumPy call) cannot be interrupted: after a grace period
-    the process exits, its report saying which test and where."""
+    """``--minitorch-test-seconds S``: a test still running after S seconds (not counting
+    Numba's compiling, :class:`CompileClock`) gets a :class:`TestTimeout` raised in it,
+    naming the innermost course function it is in, and the run stops there: when one
+    test hangs, the tests after it that reach the same code would each hang for S
+    seconds too. One stuck where no Python line runs (inside a compiled kernel, a long
+    NumPy call) cannot be interrupted: after a grace period the process exits, its
+    report saying which test and where."""
 
     GRACE = 10.0
+    POLL = 0.2
 
     def __init__(self, config: pytest.Config, seconds: float) -> None:
         self.config = config
         self.seconds = seconds
         self.root = Path(str(config.rootpath)).resolve()
         self.lock = threading.Lock()
-        self.running: str | None = None
+        self.running: object | None = None
+        self.clock = CompileClock()
 
     def _message(self, where: dict[str, Any] | None) -> str:
         place = (f"{where['file']}:{where['line']}, in {where['function']}" if where
@@ -422,18 +471,18 @@ class Watchdog:
         if reporter is not None:
             reporter.write(record)
 
-    def _fire(self, item: pytest.Item, main: int, stop: bool) -> None:
+    def _fire(self, item: pytest.Item, main: int, token: object, stop: bool) -> None:
         nodeid = item.nodeid
         with self.lock:
-            if self.running != nodeid:
+            if self.running is not token:
                 return
             where = innermost_course_frame(sys._current_frames().get(main), self.root)
             message = self._message(where)
             self._report({"event": "timeout", "nodeid": nodeid, "seconds": self.seconds,
                           "where": where, "message": message, "stopped": stop})  # fmt: skip
             if stop:  # the exception was not raised: no Python line ran since
-                sys.stderr.write(f"\n{nodeid} {message}; it could not be interrupted, so the run "
-                                 "ends here\n")  # fmt: skip
+                sys.stderr.write(f"\n{nodeid} {message}; it could not be interrupted, so the "
+                                 "run ends here\n")  # fmt: skip
                 sys.stderr.flush()
                 os._exit(3)
             item.session.shouldstop = message
@@ -441,26 +490,41 @@ class Watchdog:
                 ctypes.c_ulong(main), ctypes.py_object(TestTimeout.about(message, where))
             )
 
+    def _watch(self, item: pytest.Item, main: int, token: object) -> None:
+        start, compiled = time.monotonic(), self.clock.seconds()
+        fired = 0.0
+        while True:
+            time.sleep(self.POLL)
+            with self.lock:
+                if self.running is not token:
+                    return
+            now = time.monotonic()
+            if not fired:
+                if now - start - (self.clock.seconds() - compiled) >= self.seconds:
+                    self._fire(item, main, token, stop=False)
+                    fired = now
+            elif now - fired >= self.GRACE:
+                self._fire(item, main, token, stop=True)
+                return
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.clock.install()
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
-        main = threading.get_ident()
-        timers = [
-            threading.Timer(self.seconds, self._fire, (item, main, False)),
-            threading.Timer(self.seconds + self.GRACE, self._fire, (item, main, True)),
-        ]
-        for timer in timers:
-            timer.daemon = True
+        self.clock.install()
+        token = object()
         with self.lock:
-            self.running = item.nodeid
-        for timer in timers:
-            timer.start()
+            self.running = token
+        watcher = threading.Thread(
+            target=self._watch, args=(item, threading.get_ident(), token), daemon=True
+        )
+        watcher.start()
         try:
             yield
         finally:
             with self.lock:
                 self.running = None
-            for timer in timers:
-                timer.cancel()
 
 
 REACHED = pytest.StashKey[list[str]]()

@@ -69,7 +69,12 @@ class ReleaseReport:
     checks: list[str] = field(default_factory=list)
 
 
-REFERENCE_ONLY = (".ci/", ".github/workflows/ci.yml", "tests/autograder/", "tests/test_registry.py")
+REFERENCE_ONLY = (
+    ".ci/", ".github/workflows/ci.yml", "tests/autograder/", "tests/test_registry.py",
+    # The reference's optional fast paths: a task's answer is the student's own.
+    "module2/fast_paths.py", "module2/vector_math.py", "tests/module2/test_fast_paths.py",
+    "module4/conv_paths.py",
+)  # fmt: skip
 """Files and folders of the reference that a handout leaves out."""
 
 

@@ -228,6 +228,9 @@ def child_env(
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "MPLBACKEND": "Agg",
         "NUMBA_CACHE_DIR": str(private / "numba-cache"),
+        # Hypothesis's example database, not ``.hypothesis/`` in the tree under test
+        # (the release's run of its tests would leave one in the handout).
+        "HYPOTHESIS_STORAGE_DIRECTORY": str(private / "hypothesis"),
         "CI": "true",
     }
     for name in ("NUMBA_ENABLE_CUDASIM", "CUDA_VISIBLE_DEVICES", "HYPOTHESIS_PROFILE"):

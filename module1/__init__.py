@@ -6,6 +6,7 @@ plus the names below (``mt.tensor``, ``mt.Tensor``, ``mt.MLP``, ...).
 
 from module0 import *  # noqa: F403
 from module0 import __all__ as _stage0
+from module1.grad_check import grad_check
 from module1.tensor import (
     Tensor,
     from_numpy,
@@ -29,7 +30,7 @@ from module1.tensor_data import (
     strides_from_shape,
     to_index,
 )
-from module1.tensor_functions import BackendError, DtypeError, Function, grad_check, unbroadcast
+from module1.tensor_functions import BackendError, DtypeError, Function, unbroadcast
 from module1.tensor_nn import MLP, Linear, binary_cross_entropy_with_logits
 from module1.tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOps
 

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from module1.tensor_data import Shape, Storage, Strides
-from module2.fast_ops import broadcast_index, index_to_position, size_of, to_index
+from module2.compiled_ops import broadcast_index, index_to_position, size_of, to_index
 
 if TYPE_CHECKING:
     from module1.tensor import Tensor
@@ -167,7 +167,7 @@ def rank1_kernel(
 
 @overload(rank1_kernel, jit_options={"fastmath": RANK1_FASTMATH})
 def _rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, a_next, b_next):
-    # unannotated, as fast_ops._exp_loop
+    # unannotated, as vector_math._exp_loop
     return _KERNELS[b_panel.dtype.bitwidth // 8]
 
 

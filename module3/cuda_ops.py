@@ -48,7 +48,7 @@ from module1.tensor_ops import (
     matmul_shape,
     shape_broadcast,
 )
-from module2.fast_ops import BINARY_NAMES, UNARY_NAMES, jit_functions
+from module2.compiled_ops import BINARY_NAMES, UNARY_NAMES, jit_functions
 
 
 def _quiet_low_occupancy() -> None:

@@ -11,7 +11,6 @@ convolution of a CNN and the composed version costs several copies each way.
 
 from __future__ import annotations
 
-import importlib
 from numbers import Real
 from typing import Any
 
@@ -19,15 +18,11 @@ import numpy as np
 from numba import njit, prange
 
 from module0.autodiff import Context
+from module1.creation import default_generator
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_data import ShapeError, TensorData, is_device_array
 from module1.tensor_functions import Function
 from module4.fast_conv import _host, _wrap
-
-_tensor_module = importlib.import_module("module1.tensor")
-"""Stage 1's tensor module, whose ``_generator`` :func:`dropout` draws from by default
-(read at each call: ``manual_seed`` replaces it). Imported by name because the attribute
-``module1.tensor`` is the ``tensor`` function, not the module."""
 
 Kernel = int | tuple[int, int]
 """A pooling window: ``(kh, kw)``, or one int for a square window."""
@@ -324,7 +319,7 @@ def dropout(
     p = float(p)
     if not training or p == 0.0:
         return input
-    generator = rng if rng is not None else _tensor_module._generator
+    generator = rng if rng is not None else default_generator()
     # BEGIN SOLUTION 4.4
     keep = generator.random(input.shape) >= p  # True with probability 1 - p
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)

@@ -160,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dtype", choices=("float64", "float32"), default="float64",
         help="this framework's dtype (float64)",
     )  # fmt: skip
+    ap.add_argument("--markdown", action="store_true",
+                    help="also write the table into docs/benchmarks.md (this script's "
+                         "section, dated, with the machine)")  # fmt: skip
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ns = ap.parse_args(argv)
     require_stages(0, 1, 2, 4)
@@ -176,7 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from project.bench_page import Report
+
     console = Console()
+    report = Report("bench_cnn", console, argv)
     source = f"the first {len(y)} images of {ns.data_dir}" if ns.data_dir else "random images"
     console.print(
         f"[bold]bench_cnn[/]: one epoch of DigitCNN(size=28, channels={CHANNELS}) on {source}, "
@@ -200,9 +206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = f"{ours['median'] / res['median']:.2f}x" if ours else "-"
             table.add_row(f"PyTorch ({res['threads']} threads)", dtype, f"{res['median']:.2f}",
                           f"{res['cold']:.2f}", ratio)  # fmt: skip
-    console.print(table)
+    report.show(table)
     if not have_torch:
-        console.print("PyTorch is not installed: `pip install torch==2.13.0` for the comparison.")
+        report.note("PyTorch is not installed: `pip install torch==2.13.0` for the comparison.")
+    if ns.markdown and ours:
+        report.write()
     return 0 if ours else 1
 
 

@@ -331,6 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                     help="our tensors' dtype (float64)")  # fmt: skip
+    ap.add_argument("--markdown", action="store_true",
+                    help="also write the tables into docs/benchmarks.md (this script's "
+                         "section, dated, with the machine)")  # fmt: skip
     ns = ap.parse_args(argv)
     require_stages(0, 1, 2, 3)
     sections = [s.strip() for s in ns.only.split(",") if s.strip()]
@@ -348,7 +351,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from project.bench_page import Report
+
     console = Console()
+    report = Report("bench_cuda", console, argv)
     if ns.simulator_smoke:
         if not simulator_on():
             console.print(
@@ -390,11 +396,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             table.add_column(column, justify="right")
         for row in rows:
             table.add_row(*row)
-        console.print(table)
+        report.show(table)
         for note in notes:
-            console.print(note, markup=False, highlight=False)
+            report.note(note)
     if plan.smoke:
         console.print(f"[bold red]{smoke_label}[/]: every section ran.")
+    elif ns.markdown:  # a simulator run measures nothing: never written to the page
+        report.blocks.insert(0, f"GPU: {device_name()}; {plan.dtype}; median of "
+                                f"{plan.repeats} timed {calls}.")  # fmt: skip
+        report.write()
     return 0
 
 

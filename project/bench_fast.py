@@ -337,6 +337,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                     help="every library's dtype (float64)")  # fmt: skip
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    ap.add_argument("--markdown", action="store_true",
+                    help="also write these tables into docs/benchmarks.md (this script's "
+                         "section, dated, with the machine)")  # fmt: skip
     ns = ap.parse_args(argv)
     require_stages(0, 1, 2)
     global DTYPE
@@ -346,7 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from project.bench_page import Report
+
     console = Console()
+    report = Report("bench_fast", console, argv)
     sections = [s.strip() for s in ns.only.split(",") if s.strip()]
     unknown = set(sections) - set(SECTIONS)
     if unknown:
@@ -383,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ratio = median_ratio(runs["2.3"], runs[ref], n)
                 row.append(f"{ratio:.2f}x" if ratio is not None else "-")
             table.add_row(*row)
-        console.print(table)
+        report.show(table)
 
     if "elementwise" in sections:
         sizes = ",".join(map(str, e_sizes))
@@ -400,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = median_ratio(runs["fast"], runs["numpy"], key, invert=True)
             table.add_row(key, f"{ours * 1e3:.2f}", f"{theirs * 1e3:.2f}" if theirs else "-",
                           f"{ratio:.2f}x" if ratio is not None else "-")  # fmt: skip
-        console.print(table)
+        report.show(table)
 
     if "train" in sections:
         kinds = ("fast", "simple", "torch") if torch_available() else ("fast", "simple")
@@ -415,9 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = median_ratio(results, runs["fast"], "epoch")
             table.add_row(kind, f"{r['epoch'] * 1e3:.2f}",
                           f"{ratio:.2f}x" if ratio is not None else "-")  # fmt: skip
-        console.print(table)
+        report.show(table)
         if "torch" not in runs:
-            console.print("PyTorch is not installed: no PyTorch comparison.")
+            report.note("PyTorch is not installed: no PyTorch comparison.")
 
     if "startup" in sections:
         res = run_worker(["startup"])
@@ -427,7 +433,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 table.add_column(col, justify="right")
             for label, r in res.items():
                 table.add_row(label, *(f"{v:.2f}" for v in r.values()))
-            console.print(table)
+            report.show(table)
+    if ns.markdown:
+        report.write()
     return 0
 
 

@@ -43,6 +43,7 @@ from module0.module import Module
 from module0.optim import SGD
 from module0.scalar import Scalar
 from module0.scalar_nn import ScalarLinear
+from project.bench_page import Report
 from project.guard import require_stages
 
 SIZES = (2, 10, 10, 1)
@@ -176,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=30, help="timed steps per run (median)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3, help="child runs per pair (median)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="also write the tables into docs/benchmarks.md (this script's "
+                         "section, dated, with the machine)")  # fmt: skip
     ap.add_argument("--worker", nargs=2, metavar=("ENGINE", "MODE"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     require_stages(0)
@@ -184,6 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     console = Console()
+    report = Report("bench_scalar", console, argv)
     console.print(
         f"one SGD step of a 2-10-10-1 MLP on 50 points: median over {args.rounds} rounds "
         f"of the median of {args.steps} steps after {args.warmup} warm-up; each engine and "
@@ -220,20 +225,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{ours['median_ms'] / mg['median_ms']:.2f}x",
             f"{ours['freed']} / {mg['freed']}",
         )
-    console.print(table)
+    report.show(table)
     mg_between = results["micrograd", "between"]
     if mg_between is None:
-        console.print("micrograd is not installed: pip install -e '.[bench]' to compare")
+        report.note("micrograd is not installed: pip install -e '.[bench]' to compare")
+        if args.markdown:
+            report.write()
         return 0
     ours_default = results["ours", "default"]
     assert ours_default is not None
     for mode in ("between", "disabled"):
         mg = results["micrograd", mode]
         assert mg is not None
-        console.print(
+        report.note(
             f"ours (default GC) / micrograd ({mode}): "
             f"{ours_default['median_ms'] / mg['median_ms']:.2f}x"
         )
+    if args.markdown:
+        report.write()
     return 0
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from autograder.pytest_plugin import (
     load_hypothesis_profile,
+    pytest_make_parametrize_id,  # noqa: F401  (a hook: pytest finds it here by name)
     pytest_runtest_call,  # noqa: F401  (a hook: pytest finds it here by name)
     register_markers,
 )

@@ -439,3 +439,35 @@ def test_a_syntax_error_is_told_in_a_few_lines_by_the_tests_and_the_main_job(
     assert re.fullmatch(r"module0/operators\.py, line \d+: SyntaxError: unmatched '\)'",
                         said[0]), said  # fmt: skip
     assert len(said) <= 5 and "Training" not in job.stdout, said
+
+
+def test_summary_names_the_problem_of_every_task_that_scored_zero() -> None:
+    """Before: the problem column was blank for a task whose checks failed (only a run
+    that ended early had a problem); the reasons were only in results.json."""
+    from autograder.grade import GradeReport, TaskScore, summary_markdown
+
+    failing = TaskScore(task=STAGE0[0], total=3, passed=0,
+                        failures=[("mul_values", "out[2]: expected 6.0, got 5.0"),
+                                  ("add_values", "out[0]: expected 1.0, got 0.0")])  # fmt: skip
+    crashed = TaskScore(task=STAGE0[1], total=2, problem="the check process was killed | x")
+    passed = TaskScore(task=STAGE0[2], score=float(STAGE0[2].points), total=1, passed=1)
+    rows = {line.split("|")[1].strip(): line for line in summary_markdown(
+        GradeReport(scores=[failing, crashed, passed], seconds=1.0)).splitlines()
+        if line.startswith("| 0.")}  # fmt: skip
+    cells = {task: line.rstrip(" |").split(" | ")[-1] for task, line in rows.items()}
+    assert cells[STAGE0[0].id] == ("mul_values: out[2]: expected 6.0, got 5.0 "
+                                   "(and 1 more failing)")  # fmt: skip
+    assert cells[STAGE0[1].id] == "the check process was killed / x"
+    assert rows[STAGE0[2].id].endswith("| 1/1 |  |")
+
+
+def test_case_ids_of_task_1_2_name_their_shapes() -> None:
+    """Before: ``test_shape_broadcast_keeps_empty_dimensions[a0-b0]``, which says nothing
+    about the failing case; now the shapes themselves, ``[(2,0)-(1,)]``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/module1", "-m", "task1_2", "--collect-only",
+         "-q", "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    ids = [line for line in proc.stdout.splitlines() if "keeps_empty_dimensions" in line]
+    assert ids and all(re.search(r"\[\([\d,]*\)-\([\d,]*\)\]$", i) for i in ids), proc.stdout
+    assert any(i.endswith("[(2,0)-(1,)]") for i in ids) and not any("a0" in i for i in ids)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,20 @@ def test_the_sandbox_row_names_the_tier_or_what_to_install(monkeypatch: pytest.M
     row = doctor.check_sandbox()
     assert row.status == "WARN" and "it needs root" in row.detail
     assert "apt-get install bubblewrap" in row.fix
+
+
+def test_doctor_for_an_instructor_fails_without_a_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A student can work without the grader's sandbox (WARN); an instructor who is about
+    to grade cannot, so ``doctor --instructor`` FAILs and exits 1."""
+    from autograder import sandbox
+
+    monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "bwrap is not installed")
+    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees, uid=None: "it needs root")
+    assert doctor.check_sandbox().status == "WARN"
+    assert doctor.check_sandbox(instructor=True).status == "FAIL"
+    quiet = Console(file=io.StringIO(), width=200)
+    only = [doctor.check_sandbox]
+    assert doctor.run_doctor(quiet, only) == 0
+    assert doctor.run_doctor(quiet, instructor=True) == 1
+    rows = doctor.run_checks(doctor.instructor_checks())
+    assert [r.name for r in rows if r.status == "FAIL"] == ["sandbox"]

@@ -73,8 +73,8 @@ def _reference_only(rel: str) -> bool:
 
 
 CACHES = ("__pycache__", ".hypothesis")
-"""What the verification's own runs leave in the handout (the handout's .gitignore
-keeps them out of a student's repository)."""
+"""What a run of the tests may leave in a tree (the handout's .gitignore keeps them out of
+a student's repository; the verification itself leaves no ``.hypothesis``)."""
 
 
 def files_under(root: Path) -> set[str]:
@@ -104,6 +104,8 @@ def test_release_through_stage_0_passes_all_checks(tmp_path: Path) -> None:
                in line for line in lines), lines  # fmt: skip
     assert any("minitorch grade" in line and "the reference 80 / 80" in line
                for line in lines), lines  # fmt: skip
+    # Hypothesis's database of the verification's runs stays out of the handout.
+    assert not list((tmp_path / "handout").rglob(".hypothesis"))
 
 
 def test_a_release_of_the_toy_course_passes_all_checks_in_each_shape(tmp_path: Path) -> None:

@@ -214,9 +214,9 @@ BINARY = [("add", "values", "values"), ("mul", "values", "values"), ("lt", "valu
 
 
 def _op(name: str) -> int:
-    from module2 import fast_ops
+    from module2 import compiled_ops
 
-    return int(getattr(fast_ops, "OP_" + name.upper()))
+    return int(getattr(compiled_ops, "OP_" + name.upper()))
 
 
 def _unchanged(storages: list[np.ndarray], copies: list[np.ndarray]) -> bool:

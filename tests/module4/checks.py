@@ -859,13 +859,11 @@ def dropout(rng: np.random.Generator) -> Any:
 def dropout_default_generator(rng: np.random.Generator) -> Any:
     """Without ``rng``, masks come from the framework's generator: ``manual_seed``
     repeats them, and successive calls draw new ones."""
-    import importlib
-
+    from module1 import creation
     from module1.tensor import manual_seed
     from module4 import nn
 
-    tensor_module = importlib.import_module("module1.tensor")
-    saved = tensor_module._generator
+    saved = creation._generator
     x = _constant(np.ones((20, 30)), _simple())
     seed = int(rng.integers(0, 2**31))
     try:
@@ -880,7 +878,7 @@ def dropout_default_generator(rng: np.random.Generator) -> Any:
 
         return raised(run)
     finally:
-        tensor_module._generator = saved
+        creation._generator = saved
 
 
 # == 4.4 losses ==========================================================================

@@ -1,0 +1,117 @@
+"""The course's one benchmark page, ``docs/benchmarks.md``, written by the bench scripts.
+
+Each bench script (``project/bench_fast.py``, ``bench_cnn.py``, ``bench_cuda.py``,
+``bench_scalar.py``) shows its tables through a :class:`Report`; with ``--markdown``
+it also replaces its own section of the page (between ``<!-- begin NAME -->`` and
+``<!-- end NAME -->``, added at the end if missing) with those tables, headed by the
+date, the machine (CPU model, cores, vector extensions, GPU) and the command that
+made them. So every figure on the page says where and when it was measured, and
+rerunning the command regenerates it. The chapters keep one short paragraph pointing
+here; the page's other sections (notes, history) are kept as they are.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+
+
+def cpu_name() -> str:
+    """The CPU's model name and vector extensions (Linux: ``/proc/cpuinfo``)."""
+    name, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+            if flags and name:
+                break
+    except OSError:
+        pass
+    vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
+    return name + (f", {vectors}" if vectors else "")
+
+
+def machine() -> str:
+    """One line naming this machine: CPU, cores, Python, NumPy and Numba versions."""
+    import numpy
+
+    try:
+        import numba
+
+        numba_version = f", numba {numba.__version__}"
+    except ImportError:
+        numba_version = ""
+    return (f"{cpu_name()}, {os.cpu_count()} cores; Python {platform.python_version()}, "
+            f"NumPy {numpy.__version__}{numba_version}")  # fmt: skip
+
+
+def _cell(value: object) -> str:
+    text = str(getattr(value, "plain", value)).replace("|", "\\|").replace("\n", " ")
+    return re.sub(r"\[/?[a-z ]+\]", "", text)  # rich markup such as [green]
+
+
+def markdown_table(table: Table) -> str:
+    """A rich Table as a Markdown table (its title as a bold line above it)."""
+    headers = [_cell(c.header) for c in table.columns]
+    rows = list(zip(*[[_cell(v) for v in c._cells] for c in table.columns], strict=True))
+    align = ["---:" if c.justify == "right" else "---" for c in table.columns]
+    lines = [f"**{_cell(table.title)}**", ""] if table.title else []
+    lines += ["| " + " | ".join(headers) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+class Report:
+    """Shows a bench script's tables on the console and keeps them for the page."""
+
+    def __init__(self, name: str, console: Console, argv: Sequence[str] | None = None) -> None:
+        self.name = name
+        self.console = console
+        arguments = [a for a in (sys.argv[1:] if argv is None else argv)
+                     if not a.startswith("--markdown")]  # fmt: skip
+        self.command = shlex.join(["python", "-m", f"project.{name}", *arguments])
+        self.blocks: list[str] = []
+
+    def show(self, table: Table) -> None:
+        self.console.print(table)
+        self.blocks.append(markdown_table(table))
+
+    def note(self, text: str) -> None:
+        """A line for the console and the page (what a table leaves unsaid)."""
+        self.console.print(text)
+        self.blocks.append(text)
+
+    def section(self) -> str:
+        today = datetime.date.today().isoformat()
+        head = [f"### `{self.command}`", "",
+                f"Measured {today} on {machine()}.", ""]  # fmt: skip
+        return "\n".join([*head, "\n\n".join(self.blocks)])
+
+    def write(self, page: Path = PAGE) -> Path:
+        """Replace this script's section of ``page`` (append it if missing)."""
+        begin, end = f"<!-- begin {self.name} -->", f"<!-- end {self.name} -->"
+        block = f"{begin}\n{self.section()}\n{end}"
+        text = page.read_text(encoding="utf-8") if page.exists() else "# Benchmarks\n"
+        pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
+        if pattern.search(text):
+            text = pattern.sub(lambda _: block, text)
+        else:
+            text = text.rstrip("\n") + "\n\n" + block + "\n"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(text, encoding="utf-8")
+        self.console.print(f"wrote its section of {page}")
+        return page
