@@ -533,6 +533,32 @@ def score_task(task: Task, checks: list[Check], reference: Answers, mine: Answer
     return result
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What one grade needs of the reference: the seed, the timed rounds' seeds and the
+    reference's answers, for ``task_ids``."""
+
+    task_ids: tuple[str, ...]
+    seed: int
+    rounds: list[int]
+    answers: Answers
+
+
+def prepare(
+    root: Path,
+    tasks: Sequence[Task],
+    checks: dict[str, list[Check]] | None = None,
+    limits: Limits | None = None,
+    seed: int | None = None,
+) -> Prepared:
+    """The reference's answers (in a child that sees no submission) for a fresh seed."""
+    checks = checks if checks is not None else load_checks({t.stage for t in tasks}, root)
+    seed = secrets.randbits(31) if seed is None else seed
+    rounds = round_seeds([c for t in tasks for c in checks[t.id]])
+    answers = reference_answers(root, tasks, checks, seed, limits or Limits(), rounds)
+    return Prepared(tuple(t.id for t in tasks), seed, rounds, answers)
+
+
 def grade(
     submission: Path,
     *,
@@ -545,12 +571,15 @@ def grade(
     unsafe_no_sandbox: bool = False,
     seed: int | None = None,
     kernel_cache: Path | None = None,
+    prepared: Prepared | None = None,
 ) -> GradeReport:
     """Grade ``submission`` against the reference tree ``root`` (only the tasks
     ``task_ids``, when given). ``kernel_cache``: a Numba cache folder kept between
     grades, for trusted submissions only (the release's own checks); otherwise each
     grade starts with an empty one, so no submission's run can plant kernels for
-    another's."""
+    another's. ``prepared``: the reference's answers from :func:`prepare` for the same
+    tasks, shared by several grades (the release grades the handout and the reference
+    with one set)."""
     limits = limits or Limits()
     start = time.monotonic()
     if not submission.is_dir():
@@ -580,12 +609,14 @@ def grade(
     empty = [t.id for t in tasks if not checks.get(t.id)]
     if empty:
         raise RuntimeError(f"tasks without graded checks: {', '.join(empty)}")
-    seed = secrets.randbits(31) if seed is None else seed
-    if log is not None:
-        log(f"computing the reference's answers (seed {seed})")
-    graded = [c for t in tasks for c in checks[t.id]]
-    rounds = round_seeds(graded)
-    reference = reference_answers(root, tasks, checks, seed, limits, rounds)
+    if prepared is None:
+        seed = secrets.randbits(31) if seed is None else seed
+        if log is not None:
+            log(f"computing the reference's answers (seed {seed})")
+        prepared = prepare(root, tasks, checks, limits, seed)
+    elif prepared.task_ids != tuple(t.id for t in tasks):
+        raise ValueError("prepared answers are for other tasks")
+    seed, rounds, reference = prepared.seed, prepared.rounds, prepared.answers
     scores: list[TaskScore] = []
     with tempfile.TemporaryDirectory(prefix="minitorch-grade-") as tmp:
         workspace, cache = Path(tmp) / "work", kernel_cache or Path(tmp) / "cache"
@@ -594,7 +625,9 @@ def grade(
         os.chmod(tmp, 0o755)
         if os.getuid() == 0 and isolation.tier != sandbox.NONE:
             os.chown(cache, isolation.uid, isolation.uid)
-        notes += build_workspace(submission, root, workspace, stage, reference_prerequisites)
+        # Notes on missing files: of the graded stages only (--task 1.1: stages 0-1).
+        upto = stage if stage is not None else max(t.stage for t in tasks)
+        notes += build_workspace(submission, root, workspace, upto, reference_prerequisites)
         for task in tasks:
             if uses := library_work_of(task, workspace, root):
                 if log is not None:

@@ -131,6 +131,13 @@ def student_readme(tasks: tuple[Task, ...], course_name: str = "MiniTorch") -> s
         "`minitorch test X.Y --full` adds pytest's own report. Plain pytest works too: "
         f"`python -m pytest -m task{first.id.replace('.', '_')}`.",
         "",
+        "A test that runs longer than 60 s (not counting Numba's compiling) is stopped, "
+        "and `minitorch test` names it and the last function of yours it was in (an "
+        "infinite loop?); the run stops there. The tests may use 4 GB of memory. Change "
+        "either with `--test-seconds S` or `--memory-mb MB` (0: no limit). A file that "
+        "does not import (a syntax error) is shown as file, line and error. Ctrl-C stops "
+        "the run and every process it started.",
+        "",
         "## Where your code goes",
         "",
         "Each missing body sits between two lines that name its task:",

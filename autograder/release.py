@@ -40,6 +40,8 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -311,6 +313,32 @@ def _check_omitted_names_unused(root: Path, report: ReleaseReport) -> None:
                 )
 
 
+class _Progress:
+    """While a long step of the verification runs, one line every ``every`` seconds:
+    the step, and how far each of its parallel runs is."""
+
+    def __init__(self, log: Callable[[str], None], step: str, every: float = 15.0) -> None:
+        self.log, self.step, self.every = log, step, every
+        self.start = self.last = time.monotonic()
+        self.counts: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def update(self, name: str, done: str) -> None:
+        with self.lock:
+            self.counts[name] = done
+            now = time.monotonic()
+            if now - self.last >= self.every:
+                self.last = now
+                parts = ", ".join(f"{n} {c}" for n, c in self.counts.items())
+                self.log(f"  ... {self.step} ({now - self.start:.0f} s): {parts}")
+
+    def tests(self, name: str, total: int | None) -> Callable[[int], None]:
+        """An ``on_progress`` for :func:`run_pytest`: its report has two lines before the
+        first test's (start, collected)."""
+        of = f" of {total}" if total else ""
+        return lambda lines: self.update(name, f"{max(lines - 2, 0)}{of} tests done")
+
+
 def _graded_expression(tasks: Iterable[Task]) -> str:
     return " or ".join(t.marker for t in tasks)
 
@@ -359,15 +387,19 @@ def verify(
     # The reference is trusted: its kernels stay cached beside the shaped copy, so a
     # second release compiles nothing (a fresh cache costs minutes).
     kernels = {**quick, "NUMBA_CACHE_DIR": str(_kernel_cache(shaped) / "tests")}
+    log("running the graded tests on the handout and on the reference, side by side")
+    progress = _Progress(log, "graded tests")
     with ThreadPoolExecutor(max_workers=2) as pool:  # the two runs are independent
         handout_run = pool.submit(
             run_pytest, report.out_dir, [*test_dirs(tasks), "-m", expression, "-q"],
             timeout=timeout, no_site=True, env=quick,
+            on_progress=progress.tests("handout", None),
         )  # fmt: skip
         reference_run = pool.submit(
             run_pytest, shaped, [*test_dirs(tasks), "-m", expression, "-q",
                                  "--minitorch-reach"],
             timeout=timeout, no_site=True, env=kernels,
+            on_progress=progress.tests("reference", None),
         )  # fmt: skip
         handout, reference = handout_run.result(), reference_run.result()
     if handout.collected is None or handout.collect_errors:
@@ -433,17 +465,30 @@ def verify_grading(
 ) -> None:
     """Check 7: grade the handout (every check must fail) and the shaped reference (every
     check must pass) with the shaped reference as the grader's tree."""
-    from autograder.grade import GradeReport, Limits, grade
+    from autograder.grade import GradeReport, Limits, grade, prepare, selected_tasks
 
     unsafe = bool(sandbox.bubblewrap_problem())  # trusted code on both sides
     ids = [t.id for t in tasks]
     limits = Limits(per_task_seconds=900)
     kernels = _kernel_cache(shaped)  # trusted code: cache kept
 
+    log(f"computing the reference's answers to the graded checks ({len(ids)} tasks)")
+    # Once, for both grades below (each would compute the same answers).
+    prepared = prepare(shaped, selected_tasks(shaped, None, ids), limits=limits)
+    progress = _Progress(log, "minitorch grade")
+    log("grading the handout and the reference with those answers, side by side")
+
     def run(submission: Path, name: str) -> GradeReport:
+        done: list[str] = []
+
+        def task_done(line: str) -> None:
+            if line.startswith("grading task "):
+                done.append(line)
+                progress.update(name, f"task {len(done)} of {len(ids)}")
+
         return grade(
             submission, root=shaped, task_ids=ids, limits=limits, unsafe_no_sandbox=unsafe,
-            kernel_cache=kernels / name,
+            kernel_cache=kernels / name, log=task_done, prepared=prepared,
         )  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # independent: both at once

@@ -514,7 +514,8 @@ def _compiled_answers(name: str, cases: list[tuple[Any, ...]]) -> Any:
     try:
         fn = compiled(name)
     except NotCompilableError as exc:
-        return {"numba": "does not compile: " + str(exc).split("Numba said: ")[-1][:90]}
+        reason = str(exc).split("Numba said: ")[-1][:80]
+        return {"numba": f"not compilable by Numba: {reason}", "out": None}
 
     def run(args: tuple[Any, ...]) -> Any:
         arrays = [_ints(a) if isinstance(a, tuple) else a for a in args]

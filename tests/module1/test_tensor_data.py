@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from module1 import tensor_data
 from module1.tensor_data import (
     IndexingError,
     ShapeError,
@@ -239,8 +240,13 @@ def test_index_functions_compile_with_numba(name: str) -> None:
     """Stage 2 runs these inside ``numba.njit`` kernels: an answer Numba cannot compile
     (``zip(strict=True)``, a tuple built on the fly) fails here with Numba's message,
     not at task 2.1. The compiled function must also give NumPy's answers."""
-    fn = compiled(name)  # raises NotCompilableError, naming the rule, if Numba refuses
     i32 = np.int32
+    sample = {"index_to_position": (np.array([1, 2], i32), np.array([3, 1], i32)),
+              "to_index": (5, np.array([2, 3], i32), np.zeros(2, i32)),
+              "broadcast_index": (np.array([1, 2], i32), np.array([2, 3], i32),
+                                  np.array([3], i32), np.zeros(1, i32))}  # fmt: skip
+    getattr(tensor_data, name)(*sample[name])  # as Python first: "where to look" names it
+    fn = compiled(name)  # raises NotCompilableError, naming the rule, if Numba refuses
     if name == "index_to_position":
         storage = np.arange(24).reshape(4, 3, 2).transpose(2, 1, 0)  # strides (1, 2, 6)
         for index in np.ndindex(2, 3, 4):
