@@ -367,16 +367,21 @@ def reference_answers(
     seed: int,
     limits: Limits,
     rounds: Sequence[int] = (),
+    kernel_cache: Path | None = None,
 ) -> Answers:
     """The reference's answers: the grader's own tree, in a child that sees no submission
-    (with ``rounds``, also each timed round's answer and the baseline's time)."""
+    (with ``rounds``, also each timed round's answer and the baseline's time).
+    ``kernel_cache``: where its kernels are cached, if not where Numba keeps them for
+    that tree (the release shares one with its run of the reference's tests)."""
     with tempfile.TemporaryDirectory(prefix="minitorch-reference-") as tmp:
         env = _check_env(str(root), str(Path(tmp) / "numba"), limits.per_test_seconds)
         env.update(HOME=tmp, TMPDIR=tmp, MPLCONFIGDIR=tmp)
         # The reference's kernels are cached where Numba keeps them for that tree (beside
         # its sources, or NUMBA_CACHE_DIR): compiled once, reused by every later grade.
         env.pop("NUMBA_CACHE_DIR")
-        if "NUMBA_CACHE_DIR" in os.environ:
+        if kernel_cache is not None:
+            env["NUMBA_CACHE_DIR"] = str(kernel_cache)
+        elif "NUMBA_CACHE_DIR" in os.environ:
             env["NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
         argv = [sys.executable, "-m", "autograder.checks", *(t.id for t in tasks),
                 "--seed", str(seed)]  # fmt: skip
@@ -550,12 +555,14 @@ def prepare(
     checks: dict[str, list[Check]] | None = None,
     limits: Limits | None = None,
     seed: int | None = None,
+    kernel_cache: Path | None = None,
 ) -> Prepared:
     """The reference's answers (in a child that sees no submission) for a fresh seed."""
     checks = checks if checks is not None else load_checks({t.stage for t in tasks}, root)
     seed = secrets.randbits(31) if seed is None else seed
     rounds = round_seeds([c for t in tasks for c in checks[t.id]])
-    answers = reference_answers(root, tasks, checks, seed, limits or Limits(), rounds)
+    answers = reference_answers(root, tasks, checks, seed, limits or Limits(), rounds,
+                                kernel_cache)  # fmt: skip
     return Prepared(tuple(t.id for t in tasks), seed, rounds, answers)
 
 

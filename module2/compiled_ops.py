@@ -19,6 +19,11 @@ from module0 import operators
 from module1 import tensor_data
 from module1.tensor_data import Shape
 from module1.tensor_ops import is_close_float
+from module2 import cache
+
+# Before any cached kernel of stage 2 is decorated (fast_paths.py's among them, which
+# fast_ops.py imports): Numba picks a function's cache locator when it is decorated.
+cache.install()
 
 
 def jit_functions(

@@ -6,7 +6,7 @@ entry, which no loop vectorizes, so the reference computes each function from a 
 reduction and a polynomial in loops of plain arithmetic that LLVM turns into vector
 instructions, and redoes the rare entries outside the fast range with stage 0's scalar
 function. Each loop is tested against that scalar function at the edges of its fast
-range, in both dtypes (``tests/module2/test_vector_math.py``).
+range, in both dtypes (``tests/module2/test_fast_paths.py``).
 """
 
 from __future__ import annotations

@@ -248,6 +248,117 @@ def test_tensor_exponents_are_refused() -> None:
         x ** ones(2)  # type: ignore[operator]
 
 
+# -- a forward that returns one of its inputs unchanged -----------------------------------------
+
+
+class ReturnsInput(Function):
+    """The identity, its forward returning its input itself (the detached tensor
+    ``apply`` passes it), as a Function may; backward ``d``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        return a
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        return d
+
+
+class ReturnsFirst(Function):
+    """``a``, returned as it came (a constant is passed as it is); zero gradients."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+        return a
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor]:
+        return d, from_numpy(np.zeros(d.shape))
+
+
+class ReturnsSaved(Function):
+    """``tanh(a)`` computed with NumPy; forward returns the very tensor it saves for
+    backward (as Sigmoid and Tanh do), backward ``(1 - t²) d``."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor) -> Tensor:
+        t = from_numpy(np.tanh(a.to_numpy()))
+        ctx.save_for_backward(t)
+        return t
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (t,) = ctx.saved_values
+        return from_numpy((1.0 - t.to_numpy() ** 2) * d.to_numpy())
+
+
+def test_a_forward_that_returns_its_input_still_records_the_operation() -> None:
+    """The result of a Function whose forward returns its input gets a history of its
+    own (the input stays a leaf), and gradients flow through it: ``d``, twice through
+    two of them, and under ``NumpySquare`` the known ``2 x w`` and central differences.
+    Planted bug caught: Function.apply returning forward's result without a history when
+    it is one of the (detached) inputs."""
+    x = from_numpy(VALUES, requires_grad=True)
+    y = ReturnsInput.apply(x)
+    assert y is not x, "the result is the input itself"
+    assert x.history is None and x.is_leaf(), "the input lost its leafness"
+    assert y.history is not None, "the result has no history"
+    assert y.requires_grad is True
+    assert y.history.last_fn is ReturnsInput and y.parents[0] is x
+    np.testing.assert_array_equal(exact_tensor(y), VALUES)
+    w = from_numpy(np.arange(1.0, 7.0).reshape(2, 3))
+    y.backward(w)
+    np.testing.assert_array_equal(exact_tensor(x.grad), w.to_numpy())
+    x.zero_grad_()
+    z = ReturnsInput.apply(ReturnsInput.apply(x))
+    assert z.parents[0].parents[0] is x
+    z.backward(w)
+    np.testing.assert_array_equal(exact_tensor(x.grad), w.to_numpy())
+    x.zero_grad_()
+    NumpySquare.apply(ReturnsInput.apply(x)).backward(w)
+    np.testing.assert_allclose(exact_tensor(x.grad), 2.0 * VALUES * w.to_numpy(), rtol=1e-15)
+    grad_check(lambda t: NumpySquare.apply(ReturnsInput.apply(t)), from_numpy(VALUES))
+    with no_grad():
+        c = ReturnsInput.apply(x)
+    assert c is not x and c.history is None and c.requires_grad is False, "under no_grad"
+
+
+def test_a_forward_that_returns_a_constant_input_leaves_it_a_constant() -> None:
+    """A constant input is passed to forward as it is; when forward returns it, the
+    result is a new tensor with the history, and the constant stays a constant (no
+    history, no gradient, requires no gradient). Planted bug caught: Function.apply
+    attaching the history to forward's result in place whatever else refers to it."""
+    c = from_numpy(VALUES)
+    x = from_numpy(-VALUES, requires_grad=True)
+    y = ReturnsFirst.apply(c, x)
+    assert c.history is None, "the constant input got the operation's history"
+    assert c.requires_grad is False, "the constant input now requires a gradient"
+    assert y is not c, "the result is the constant input itself"
+    assert y.history is not None and y.requires_grad is True, "the result has no history"
+    assert y.parents[0] is c and y.parents[1] is x
+    np.testing.assert_array_equal(exact_tensor(y), VALUES)
+    y.backward(from_numpy(np.ones((2, 3))))
+    assert c.grad is None
+    np.testing.assert_array_equal(exact_tensor(x.grad), np.zeros((2, 3)))
+
+
+def test_a_forward_that_returns_what_it_saved_makes_no_cycle() -> None:
+    """The tensor a forward saves and returns: the saved one stays a constant (so the
+    graph holds no cycle from it back to its own Context), the result is the one with
+    the history, and the gradient is ``(1 - tanh²) w``. Planted bug caught: Function.apply
+    attaching the history to forward's result in place whatever else refers to it."""
+    x = from_numpy(VALUES, requires_grad=True)
+    y = ReturnsSaved.apply(x)
+    (saved,) = y.history.saved_values
+    assert saved is not y, "the result is the saved tensor: its Context refers to it"
+    assert saved.history is None and saved.requires_grad is False
+    w = from_numpy(np.linspace(-1.0, 1.0, 6).reshape(2, 3))
+    y.backward(w)
+    want = (1.0 - np.tanh(VALUES) ** 2) * w.to_numpy()
+    np.testing.assert_allclose(exact_tensor(x.grad), want, rtol=1e-15)
+    grad_check(ReturnsSaved.apply, from_numpy(VALUES))
+
+
 # -- grad_check -----------------------------------------------------------------------------
 
 

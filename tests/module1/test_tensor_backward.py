@@ -538,6 +538,78 @@ def test_broadcast_grads_through_the_tensor_api() -> None:
     assert_grad(y, np.full((2, 3), 2.0), what="y", rtol=0.0)
 
 
+# -- identity-like operations and chain_rule on broadcast products ---------------------------
+
+
+IDENTITY_LIKE = {
+    "view of the same shape": lambda t: t.view(*t.shape),
+    "reshape to the same shape": lambda t: t.reshape(*t.shape),
+    "the identity permute": lambda t: t.permute(0, 1),
+    "transpose twice": lambda t: t.transpose().transpose(),
+    "contiguous copy of a transposed view": lambda t: t.transpose().contiguous(),
+}
+
+
+@pytest.mark.parametrize("name", list(IDENTITY_LIKE))
+def test_identity_like_operations_are_new_tensors_with_their_own_history(name: str) -> None:
+    """Each operation that may give back its input's values unchanged makes a new tensor
+    with a history of its own (the input stays a leaf), and the gradient of
+    ``(f(x) * w).sum()`` is ``w`` (transposed back for the copy). Planted bug caught:
+    Tensor.view returning the tensor itself when the shape is unchanged (no View in the
+    graph)."""
+    v = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [3.0, -2.5, 1.25]])
+    w = np.arange(1.0, 10.0).reshape(3, 3)
+    x = from_numpy(v, requires_grad=True)
+    y = IDENTITY_LIKE[name](x)
+    assert y is not x, f"{name} gave back the input itself"
+    assert x.history is None and x.is_leaf(), f"{name}: the input lost its leafness"
+    assert y.history is not None and y.requires_grad is True, f"{name}: no history"
+    transposed = name.startswith("contiguous")
+    np.testing.assert_array_equal(exact_tensor(y), v.T if transposed else v)
+    (y * from_numpy(w)).sum().backward()
+    assert_grad(x, w.T if transposed else w, what=name, rtol=0.0)
+
+
+CHAIN_CASES = [  # (x shape, y shape): the product broadcasts both
+    ((3, 1), (1, 4)),
+    ((4,), (2, 3, 1)),
+    ((), (2, 3)),
+    ((2, 1, 3), (4, 1)),
+    ((2, 3), (2, 3)),
+]
+
+
+@pytest.mark.parametrize(("x_shape", "y_shape"), CHAIN_CASES, ids=str)
+def test_chain_rule_of_a_broadcast_product_gives_each_input_its_own_shape(
+    x_shape: Shape, y_shape: Shape
+) -> None:
+    """``chain_rule`` called directly (not through ``backward``) on ``x * y`` and
+    ``x + y`` whose shapes broadcast: each pair is ``(input, gradient)`` with the
+    gradient summed back to that input's shape (``d * y`` and ``d`` summed over the
+    broadcast dimensions), and a constant input is left out. Planted bug caught:
+    Variable.fitted_chain_rule returning the gradients as backward gave them (in the
+    broadcast shape), which backward() never showed because it fits them inline."""
+    rng = np.random.default_rng(len(x_shape) * 10 + len(y_shape))
+    xv, yv = rng.normal(size=x_shape), rng.normal(size=y_shape)
+    dv = rng.normal(size=np.broadcast_shapes(x_shape, y_shape))
+    x = from_numpy(xv, requires_grad=True)
+    y = from_numpy(yv, requires_grad=True)
+    d = from_numpy(dv)
+    for op, dx, dy in (("mul", dv * yv, dv * xv), ("add", dv, dv)):
+        z = x * y if op == "mul" else x + y
+        pairs = z.chain_rule(d)
+        assert len(pairs) == 2 and pairs[0][0] is x and pairs[1][0] is y, op
+        for (leaf, grad), want, shape in ((pairs[0], dx, x_shape), (pairs[1], dy, y_shape)):
+            got = exact_tensor(grad, f"{op}: d/d{'x' if leaf is x else 'y'}")
+            assert got.shape == shape, f"{op}: gradient of shape {got.shape} for {shape}"
+            np.testing.assert_allclose(got, sum_to(want, shape), rtol=1e-12, atol=1e-12)
+        constant = from_numpy(yv)
+        pairs = (x * constant).chain_rule(d)
+        assert len(pairs) == 1 and pairs[0][0] is x
+        got = exact_tensor(pairs[0][1], "d/dx with a constant factor")
+        np.testing.assert_allclose(got, sum_to(dv * yv, x_shape), rtol=1e-12, atol=1e-12)
+
+
 # -- the graph: accumulation, reuse, retain_graph, constants -----------------------------------
 
 

@@ -154,3 +154,49 @@ def test_large_log_sigmoid_and_tanh_maps_match_stage_0(name: str, dtype: type) -
         tiny = np.finfo(dtype).smallest_subnormal * 4
         np.testing.assert_allclose(got[finite], want[finite], ulps * np.finfo(dtype).eps, tiny,
                                    err_msg=what)  # fmt: skip
+
+
+EDGE_SIZES = [16_383, 16_384, 16_385, 24_577, 32_767, 32_768, 32_769, 40_961]
+"""Sizes on both sides of the reference's cut-offs (16,384 entries: log, sigmoid and
+tanh go to their vectorised loops; 32,768: the map runs in parallel) and one past a
+multiple of its blocks of 8,192, so the last block holds one entry."""
+ALONE = {"exp": [709.5, 88.5, -708.5], "log": [1e-310, 1e-40, np.inf],
+         "sigmoid": [-708.5, -87.5, np.nan], "tanh": [np.nan, 354.5, 43.7]}  # fmt: skip
+"""Values outside the fast ranges of the reference's loops ([-708, 709] and [-87, 88]
+for exp, positive normal numbers for log...), one at a time."""
+
+
+@pytest.mark.task2_1
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", list(ALONE))
+def test_a_large_map_with_one_special_value_at_its_last_entry(name: str, dtype: type) -> None:
+    """A contiguous map of ordinary values with one special value alone at the last
+    entry (a block of its own past the last full block), and at the first: within a few
+    ulps of stage 0's scalar function (as above), at every size of :data:`EDGE_SIZES`.
+    Planted bug caught: the map kernel's aligned path looping over ``size // BLOCK``
+    parallel blocks, which left the last, partial block unwritten."""
+    from module0 import operators
+
+    fn = getattr(operators, name)
+    low, high = (0.25, 8.0) if name == "log" else (-20.0, 20.0)
+    base = np.random.default_rng(8).uniform(low, high, 1000).astype(dtype)
+    base_want = np.array([fn(float(v)) for v in base]).astype(dtype)
+    ulps = {"exp": 2.5, "log": 2.5, "sigmoid": 3.0, "tanh": 4.0}[name]
+    for n in EDGE_SIZES:
+        for value in ALONE[name]:
+            with np.errstate(over="ignore"):
+                special = dtype(value)
+            with np.errstate(over="ignore", under="ignore"):
+                special_want = dtype(fn(float(special)))
+            for position in (n - 1, 0):
+                x, want = np.resize(base, n), np.resize(base_want, n)
+                x[position], want[position] = special, special_want
+                result = getattr(FastTensorBackend, f"{name}_map")(from_numpy(x, FastTensorBackend))
+                got = exact_tensor(result, f"{name} map", dtype=dtype)
+                what = f"{name} of {n} {np.dtype(dtype).name} entries, {special!r} at {position}"
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want), what)
+                finite = np.isfinite(want)
+                np.testing.assert_array_equal(got[~finite], want[~finite], what)
+                tiny = np.finfo(dtype).smallest_subnormal * 4
+                np.testing.assert_allclose(got[finite], want[finite], ulps * np.finfo(dtype).eps,
+                                           tiny, err_msg=what)  # fmt: skip

@@ -201,3 +201,101 @@ def test_gemm_is_much_faster_than_a_naive_loop_on_one_core() -> None:
         f"one thread, the naive triple loop {best_naive * 1e3:.1f} ms: {speed_up:.1f}x, "
         f"the bar is {SPEED_UP:.0f}x (see module2/README.md, task 2.3)"
     )
+
+
+# -- float32 and float64 at every tile edge and the backend's thresholds -----------------
+
+DTYPES = [np.float64, np.float32]
+
+
+def assert_product(got: np.ndarray, a: np.ndarray, b: np.ndarray, what: str) -> None:
+    """``got`` against NumPy's ``a @ b`` in float64, within the rounding bound of a sum of
+    ``k`` products in ``got``'s dtype (``2 k eps |a| @ |b|``, entry by entry): a dropped,
+    repeated or misplaced term or column is far outside it."""
+    k = a.shape[-1]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    bound = 2 * k * np.finfo(got.dtype).eps * (np.abs(a).astype(np.float64) @ np.abs(b))
+    assert got.shape == want.shape, what
+    error = np.abs(got - want)
+    if not np.all(error <= bound):
+        i, j = np.unravel_index(np.argmax(error - bound), error.shape)[-2:]
+        raise AssertionError(
+            f"{what}: entry ({i}, {j}) off by {error.max():.3g} (bound {bound.max():.3g}); "
+            f"wrong columns {sorted(set(np.nonzero(error > bound)[-1].tolist()))}"
+        )
+
+
+def operands(dtype: type, n: int, m: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1, 1, (n, m)).astype(dtype), rng.uniform(-1, 1, (m, p)).astype(dtype)
+
+
+# (n, m, p): column counts around the float32 tile (32 columns) and the float64 one (16),
+# and around a parallel task's 8 panels (256 float32 columns, 128 float64); rows around
+# the 8-row tile and a task's 64 rows; depths around a 256-deep panel. Each has at least
+# 65,536 multiply-adds and sides of at least 16: the backend's packed path.
+PACKED_SIZES = [
+    *((16, 257, p) for p in (16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 95, 97)),
+    *((17, 40, p) for p in (127, 128, 129, 255, 256, 257)),
+    *((n, 130, 33) for n in (16, 23, 24, 25, 63, 64, 65)),
+    (16, 256, 16), (16, 255, 17), (64, 64, 16),
+    (65, 257, 65), (65, 70, 257),  # over a million multiply-adds: in parallel
+]  # fmt: skip
+# Just below a threshold (fewer than 65,536 multiply-adds, or a side under 16): task
+# 2.2's kernel; the matching sizes just above it are in PACKED_SIZES.
+UNPACKED_SIZES = [(16, 255, 16), (15, 257, 17), (16, 64, 63), (65, 15, 257), (17, 257, 15)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_products_at_every_tile_edge_and_threshold_match_numpy(
+    dtype: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``a @ b`` on the fast backend, with ``b`` stored row by row and transposed, at
+    each size of :data:`PACKED_SIZES` (the packed path: the spy counts its calls) and
+    :data:`UNPACKED_SIZES` (not); the result keeps the dtype. Planted bug caught:
+    multiply_block copying at most 16 columns of an edge tile (the float64 tile's
+    width), which left columns 16 to 31 of float32's last partial tile at zero."""
+    packed_calls: list[tuple[int, ...]] = []
+    real = fast_matmul.packed_product
+
+    def spy(out: Tensor, a: Tensor, b: Tensor) -> bool:
+        packed_calls.append((*a.shape, b.shape[-1]))
+        return real(out, a, b)
+
+    monkeypatch.setattr(fast_matmul, "packed_product", spy)
+    for seed, (n, m, p) in enumerate(PACKED_SIZES + UNPACKED_SIZES):
+        a, b = operands(dtype, n, m, p, seed)
+        for layout, y in (("b row by row", fast(b)), ("b transposed", stored_transposed(b))):
+            packed_calls.clear()
+            out = FastOps.matrix_multiply(fast(a), y)
+            what = f"{np.dtype(dtype).name} ({n}, {m}) @ ({m}, {p}), {layout}"
+            assert_product(exact_tensor(out, what, dtype=dtype), a, b, what)
+            packed = (n, m, p) in PACKED_SIZES
+            assert packed_calls == ([(n, m, p)] if packed else []), (
+                f"{what}: the packed path was {'not ' if packed else ''}taken"
+            )
+
+
+FLOAT32_EDGES = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65]
+"""Sizes around the 8-row tile and the float32 tile's 32 columns (16 in float64)."""
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_packed_driver_at_small_tile_edges(dtype: type) -> None:
+    """The packed driver itself (below the backend's threshold too): every pair of
+    :data:`FLOAT32_EDGES` as rows and columns, with depths of 1, 3 and 257 (past a
+    256-deep panel), ``a`` transposed on every other product. Planted bug caught: gemm
+    making ``n // width`` panels of ``b``, which dropped the last partial column tile."""
+    seed = 0
+    for n in FLOAT32_EDGES:
+        for p in FLOAT32_EDGES:
+            for m in (1, 3, 257) if n in (1, 9, 33) or p in (1, 33) else (3,):
+                seed += 1
+                a, b = operands(dtype, n, m, p, seed)
+                x = stored_transposed(a) if seed % 2 else fast(a)
+                out = fast(np.zeros((n, p), dtype)).fill_(np.nan)  # every entry written
+                tensor_matrix_multiply_packed(
+                    *out.tuple_arrays(), *x.tuple_arrays(), *fast(b).tuple_arrays()
+                )
+                what = f"packed {np.dtype(dtype).name} ({n}, {m}) @ ({m}, {p})"
+                assert_product(exact_tensor(out, what, dtype=dtype), a, b, what)

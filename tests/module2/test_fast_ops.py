@@ -29,6 +29,7 @@ reassociate (a fold split into parts), so comparisons allow ``rtol=1e-9``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -1035,3 +1036,32 @@ def test_an_unfinished_task_2_3_leaves_large_products_to_task_2_2(
     with pytest.raises(NotImplementedError, match="micro_kernel is not written yet"):
         FastOps.matrix_multiply(a, b)
     assert fast_matmul.use_packed is True
+
+
+def test_every_cached_kernel_is_keyed_on_the_files_it_inlines() -> None:
+    """``module2/cache.py`` keys each cached kernel of a watched file on the files whose
+    code it inlines, so an edit to ``module0/operators.py`` recompiles it. Numba picks a
+    kernel's cache locator when the kernel is decorated. Bug caught: ``cache.install()``
+    ran in fast_ops.py after ``from module2.fast_paths import ...``, so fast_paths.py's
+    cached kernels (``vector_math_map``, ``matmul_small``) kept Numba's plain locator
+    and loaded stale code after an edit of vector_math.py or operators.py."""
+    import importlib
+
+    from module2 import cache
+
+    checked = []
+    for name in ("module2.fast_ops", "module2.fast_matmul", "module2.fast_paths",
+                 "module4.fast_conv"):  # fmt: skip
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:  # fast_paths: the reference's alone
+            continue
+        watched = os.path.abspath(module.__file__ or "") in cache.WATCHED
+        for attr, value in vars(module).items():
+            impl = getattr(getattr(value, "_cache", None), "_impl", None)
+            if impl is None or getattr(value, "__module__", None) != name:
+                continue
+            locator = type(impl._locator)
+            assert not watched or locator is cache.DependencyLocator, (name, attr, locator)
+            checked.append(attr)
+    assert "tensor_map_kernel" in checked and "gemm" in checked, checked

@@ -29,8 +29,10 @@ from hypothesis import strategies as st
 
 from module0.datasets import load_dataset
 from module0.module import Parameter
+from module0.optim import SGD, Adam
 from module0.scalar import Scalar
 from module1.tensor import Tensor, from_numpy
+from module1.tensor_data import TensorData
 from module2.fast_ops import FastTensorBackend
 from module2.fast_optim import PARALLEL_MIN, FastAdam, FastSGD, adam_update, sgd_update
 from project import train
@@ -266,6 +268,138 @@ def test_views_and_shared_storage_give_stage0_values() -> None:
     for i, (t, want) in enumerate(zip(tensors, expected, strict=True)):
         np.testing.assert_allclose(exact_tensor(t, f"tensor {i}"), want, rtol=RTOL, atol=ATOL,
                                    err_msg=f"tensor {i}")  # fmt: skip
+
+
+# =========================================================================================
+# Both dtypes, and parameters replaced by views: against stage 0's optimizers
+# =========================================================================================
+
+DTYPES = [np.float64, np.float32]
+DTYPE_RTOL = {np.float64: 1e-12, np.float32: 2e-6}
+"""Stage 0's optimizers round after every tensor operation (in float32, to float32):
+the fused step computes each entry in float64 and rounds once."""
+
+
+def plain_and_fused(kind: str, params: list[Parameter]) -> Any:
+    """Stage 0's optimizer ``kind`` (``"adam"``, ``"momentum"``, ``"sgd"``) on
+    ``params``, or with ``fused`` its FastAdam / FastSGD, with the same arguments."""
+    if kind == "adam":
+        return lambda ps, fused: (FastAdam if fused else Adam)(ps, lr=0.05, betas=(0.8, 0.9))
+    momentum = 0.9 if kind == "momentum" else 0.0
+    return lambda ps, fused: (FastSGD if fused else SGD)(ps, lr=0.1, momentum=momentum)
+
+
+def twins(values: list[np.ndarray], dtype: type) -> tuple[list[Parameter], list[Parameter]]:
+    """The same values as two lists of parameters on the fast backend: stage 0's and the
+    fused optimizer's."""
+    make_one = lambda: [  # noqa: E731
+        Parameter(from_numpy(v.astype(dtype), FastTensorBackend), f"p{i}")
+        for i, v in enumerate(values)
+    ]
+    return make_one(), make_one()
+
+
+def set_grads(rng: np.random.Generator, plain: list[Parameter], fused: list[Parameter],
+              dtype: type) -> None:  # fmt: skip
+    """The same random gradients on both lists; every other one stored transposed (a
+    gradient need not be contiguous)."""
+    for i, (p, q) in enumerate(zip(plain, fused, strict=True)):
+        g = rng.normal(size=p.value.shape).astype(dtype)
+        p.value.grad = from_numpy(g, FastTensorBackend)
+        if i % 2 and g.ndim == 2:  # the same values, stored column by column
+            q.value.grad = from_numpy(g.T.copy(), FastTensorBackend).permute(1, 0)
+        else:
+            q.value.grad = from_numpy(g, FastTensorBackend)
+
+
+def assert_same_values(plain: list[Parameter], fused: list[Parameter], dtype: type,
+                       what: str) -> None:  # fmt: skip
+    for i, (p, q) in enumerate(zip(plain, fused, strict=True)):
+        want = exact_tensor(p.value, f"stage 0's parameter {i}", dtype=dtype)
+        got = exact_tensor(q.value, f"parameter {i} {what}", dtype=dtype)
+        np.testing.assert_allclose(got, want, rtol=DTYPE_RTOL[dtype], atol=DTYPE_RTOL[dtype],
+                                   err_msg=f"parameter {i} {what}")  # fmt: skip
+
+
+@graded
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_every_piece_of_optimizer_state_has_the_parameters_dtype(dtype: type) -> None:
+    """FastAdam's moments, FastSGD's velocities and stage 0's Adam and SGD (whose state
+    is tensors), after three steps on parameters of one dtype (a 0-d one, one past the
+    fused kernel's parallel cut-off, a transposed one): every state array and tensor has
+    the parameters' dtype, the step counts are ints, and the values are stage 0's.
+    Planted bug caught: fast_optim._state making the moments with ``np.zeros(size)``
+    (float64 moments for float32 parameters, the values still right)."""
+    rng = np.random.default_rng(5)
+    values = [rng.normal(size=(3, 4)), rng.normal(size=()), rng.normal(size=PARALLEL_MIN + 7),
+              rng.normal(size=(4, 3)).T]  # fmt: skip
+    for kind in ("adam", "momentum"):
+        plain, fused = twins(values, dtype)
+        plain_opt = plain_and_fused(kind, plain)(plain, False)
+        fused_opt = plain_and_fused(kind, fused)(fused, True)
+        for step in range(3):
+            set_grads(rng, plain, fused, dtype)
+            plain_opt.step()
+            fused_opt.step()
+            assert_same_values(plain, fused, dtype, f"after {kind} step {step + 1}")
+        if kind == "adam":
+            assert [type(t) for t in fused_opt.steps] == [int] * 4 and fused_opt.steps == [3] * 4
+            fused_states = [*fused_opt.first_moment, *fused_opt.second_moment]
+            plain_states = [*plain_opt.first_moment, *plain_opt.second_moment]
+        else:
+            fused_states, plain_states = fused_opt.velocity, plain_opt.velocity
+        for i, (state, want) in enumerate(zip(fused_states, plain_states, strict=True)):
+            what = f"{kind} state {i} of {np.dtype(dtype).name} parameters"
+            assert type(state) is np.ndarray, what
+            assert state.dtype == dtype, f"{what} is {state.dtype}"
+            want_values = exact_tensor(want, f"stage 0's {what}", dtype=dtype)
+            np.testing.assert_allclose(state.reshape(want_values.shape), want_values,
+                                       rtol=DTYPE_RTOL[dtype], atol=DTYPE_RTOL[dtype],
+                                       err_msg=what)  # fmt: skip
+
+
+def replace_by_view(step: int, params: list[Parameter]) -> None:
+    """Give one parameter a new layout (values kept, or transposed for the square one),
+    one kind per step; step 0 changes nothing."""
+    if step == 1:  # the same storage, read transposed (a square matrix keeps its shape)
+        params[0].value = params[0].value.permute(1, 0)
+    elif step == 2:  # the same values, in a new storage read column by column
+        values = params[1].value.to_numpy()
+        column_major = from_numpy(values.T.copy(), FastTensorBackend).permute(1, 0)
+        params[1].value.data = column_major.detach()
+    elif step == 3:  # a strided view with gaps into a larger storage
+        values = params[2].value.to_numpy()
+        wide = np.full((values.shape[0], 2 * values.shape[1] + 1), np.nan, values.dtype)
+        wide[:, 1::2] = values
+        view = TensorData(wide.reshape(-1)[1:], values.shape, (wide.shape[1], 2))
+        params[2].update(Tensor(view, backend=FastTensorBackend))
+        np.testing.assert_array_equal(params[2].value.to_numpy(), values)
+
+
+@graded
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+@pytest.mark.parametrize("kind", ["adam", "momentum", "sgd"])
+def test_a_parameter_replaced_by_a_view_steps_as_stage_0(kind: str, dtype: type) -> None:
+    """Steps of the fused optimizer and stage 0's on twin parameters, one of which gets a
+    new layout before each later step (``p.value = p.value.permute(1, 0)`` on the same
+    storage, ``p.value.data = `` a column-major copy, ``p.update(`` a strided view with
+    gaps ``)``), with gradients stored transposed too: after every step the same values
+    (the fused step may copy the view first; stage 0's makes a new tensor anyway).
+    Planted bug caught: fast_optim._prepare trusting its cached check when only the
+    storage was the same object, which updated a transposed view's storage in storage
+    order with the gradient in index order."""
+    rng = np.random.default_rng(9)
+    values = [rng.normal(size=(4, 4)), rng.normal(size=(3, 5)), rng.normal(size=(2, 6))]
+    plain, fused = twins(values, dtype)
+    plain_opt = plain_and_fused(kind, plain)(plain, False)
+    fused_opt = plain_and_fused(kind, fused)(fused, True)
+    for step in range(5):
+        replace_by_view(step, plain)
+        replace_by_view(step, fused)
+        set_grads(rng, plain, fused, dtype)
+        plain_opt.step()
+        fused_opt.step()
+        assert_same_values(plain, fused, dtype, f"after {kind} step {step + 1}")
 
 
 # =========================================================================================
