@@ -52,7 +52,7 @@ from autograder import sandbox
 from autograder.handout import student_readme
 from autograder.paths import ROOT, available_tasks, course_tasks, repo_files, test_dirs
 from autograder.regions import BEGIN, END, RegionError, find_regions, omitted_names, stub_text
-from autograder.runner import RunResult, TestResult, run_pytest
+from autograder.runner import RunResult, TestResult, merge_runs, run_pytest
 from autograder.task import Task
 
 _NOT_RUN = TestResult("", "error", message="did not run")
@@ -71,18 +71,28 @@ class ReleaseReport:
     checks: list[str] = field(default_factory=list)
 
 
-REFERENCE_ONLY = (
-    ".ci/", ".github/workflows/ci.yml", "tests/autograder/", "tests/test_registry.py",
-    # The reference's optional fast paths: a task's answer is the student's own.
+REFERENCE_CODE = (
     "module2/fast_paths.py", "module2/vector_math.py", "tests/module2/test_fast_paths.py",
     "module4/conv_paths.py",
+)  # fmt: skip
+"""The reference's optional fast paths (and their tests): its solutions use them, so the
+reference in the released shape has them; a handout does not (a task's answer is the
+student's own)."""
+
+REFERENCE_ONLY = (
+    ".ci/", ".github/workflows/ci.yml", "tests/autograder/", "tests/test_registry.py",
+    *REFERENCE_CODE,
 )  # fmt: skip
 """Files and folders of the reference that a handout leaves out."""
 
 
-def _reference_only(rel: Path) -> bool:
+def _listed(rel: Path, listed: tuple[str, ...]) -> bool:
     path = rel.as_posix()
-    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in REFERENCE_ONLY)
+    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in listed)
+
+
+def _reference_only(rel: Path) -> bool:
+    return _listed(rel, REFERENCE_ONLY)
 
 
 def _later_stage(rel: Path, through: int | None) -> bool:
@@ -129,11 +139,12 @@ def check_regions(root: Path, tasks: Iterable[Task]) -> None:
 
 
 def write_reference(root: Path, out_dir: Path, through: int | None = None) -> None:
-    """Copy the reference in the released shape: the handout's files, solutions kept
-    (and the repository's own README). Files already there and unchanged are kept as
-    they are, and so are ``__pycache__`` folders: Numba's cached kernels stay valid."""
-    wanted = {rel for rel in repo_files(root)
-              if not _later_stage(rel, through) and not _reference_only(rel)}  # fmt: skip
+    """Copy the reference in the released shape: the handout's files, solutions kept,
+    with the fast paths its solutions use (and the repository's own README). Files
+    already there and unchanged are kept as they are, and so are ``__pycache__``
+    folders: Numba's cached kernels stay valid."""
+    wanted = {rel for rel in repo_files(root) if not _later_stage(rel, through)
+              and (not _reference_only(rel) or _listed(rel, REFERENCE_CODE))}  # fmt: skip
     if out_dir.exists():
         for path in sorted(out_dir.rglob("*"), reverse=True):
             rel = path.relative_to(out_dir)
@@ -339,6 +350,27 @@ class _Progress:
         return lambda lines: self.update(name, f"{max(lines - 2, 0)}{of} tests done")
 
 
+def _warm_kernels(shaped: Path, cache_dir: str, through: int | None) -> None:
+    """Compile a training step's kernels (both dtypes) into ``cache_dir`` from the
+    shaped reference (trusted): only a speed-up, so any failure is ignored."""
+    has_stage_4 = through is None or through >= 4
+    if not has_stage_4 or not (shaped / "project" / "warm_cache.py").exists():
+        return
+    path = [str(shaped), *site.getsitepackages(), site.getusersitepackages()]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(path), "MPLBACKEND": "Agg",
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+           "NUMBA_CACHE_DIR": cache_dir, "NUMBA_ENABLE_CUDASIM": "1"}  # fmt: skip
+    for dtype in ("float64", "float32"):
+        try:
+            subprocess.run(
+                [sys.executable, "-S", "-m", "project.warm_cache", "--dtype", dtype],
+                cwd=shaped, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, timeout=900, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return
+
+
 def _graded_expression(tasks: Iterable[Task]) -> str:
     return " or ".join(t.marker for t in tasks)
 
@@ -389,19 +421,35 @@ def verify(
     kernels = {**quick, "NUMBA_CACHE_DIR": str(_kernel_cache(shaped) / "tests")}
     log("running the graded tests on the handout and on the reference, side by side")
     progress = _Progress(log, "graded tests")
-    with ThreadPoolExecutor(max_workers=2) as pool:  # the two runs are independent
+    with ThreadPoolExecutor(max_workers=4) as pool:  # the runs are independent
+        # With a cold kernel cache the reference's run compiles for minutes, one kernel
+        # at a time, while the handout's run (stubs fail fast) is soon done: a third
+        # process compiles the training step's kernels into the same cache from the
+        # other end (project/warm_cache.py), and the reference's run loads them.
+        pool.submit(_warm_kernels, shaped, kernels["NUMBA_CACHE_DIR"], through)
         handout_run = pool.submit(
             run_pytest, report.out_dir, [*test_dirs(tasks), "-m", expression, "-q"],
             timeout=timeout, no_site=True, env=quick,
             on_progress=progress.tests("handout", None),
         )  # fmt: skip
-        reference_run = pool.submit(
-            run_pytest, shaped, [*test_dirs(tasks), "-m", expression, "-q",
-                                 "--minitorch-reach"],
-            timeout=timeout, no_site=True, env=kernels,
-            on_progress=progress.tests("reference", None),
-        )  # fmt: skip
-        handout, reference = handout_run.result(), reference_run.result()
+        # The reference's tests in two processes, stages 0-2 and 3-4 (stage 3's tests on
+        # the CUDA simulator are Python threads, stage 4's compile kernels of their own):
+        # the second core is otherwise idle once the handout's run is done.
+        groups = [
+            g for g in ([t for t in tasks if t.stage <= 2], [t for t in tasks if t.stage > 2]) if g
+        ]
+        reference_runs = [
+            pool.submit(
+                run_pytest, shaped, [*test_dirs(tuple(group)), "-m", expression, "-q",
+                                     "--minitorch-reach"],
+                timeout=timeout, no_site=True, env=kernels,
+                on_progress=progress.tests(f"reference (stages {group[0].stage}-"
+                                           f"{group[-1].stage})", None),
+            )
+            for group in groups
+        ]  # fmt: skip
+        handout = handout_run.result()
+        reference = merge_runs([run.result() for run in reference_runs])
     if handout.collected is None or handout.collect_errors:
         detail = "\n".join(handout.collect_errors) or handout.output[-3000:]
         raise ReleaseError(f"the handout's tests do not collect:\n{detail}")

@@ -140,6 +140,29 @@ def read_report(path: Path) -> RunResult:
     return result
 
 
+def merge_runs(runs: list[RunResult]) -> RunResult:
+    """One result for several runs over disjoint tests (one suite split over processes):
+    every test and collection record, finished only if all finished, the worst exit."""
+    merged = RunResult(finished=all(r.finished for r in runs))
+    merged.collected = None if any(r.collected is None for r in runs) else []
+    for run in runs:
+        merged.tests.update(run.tests)
+        if merged.collected is not None and run.collected is not None:
+            merged.collected += run.collected
+        merged.collect_errors += run.collect_errors
+        merged.foreign_modules += run.foreign_modules
+        merged.timed_out = merged.timed_out or run.timed_out
+        merged.output += run.output
+        merged.seconds = max(merged.seconds, run.seconds)
+        merged.stuck = merged.stuck or run.stuck
+        merged.hung = merged.hung or run.hung
+    for run in runs:  # the first run that went wrong speaks for all
+        if run.problem() or run is runs[-1]:
+            merged.exitstatus, merged.returncode = run.exitstatus, run.returncode
+            break
+    return merged
+
+
 def _limits(memory_mb: int | None) -> Any:
     def apply() -> None:
         os.setsid()

@@ -11,8 +11,12 @@ need test or check runs, with releases of a modified toy course.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import site
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +36,7 @@ from autograder.regions import (
 )
 from autograder.registry import TASKS
 from autograder.release import (
+    REFERENCE_CODE,
     REFERENCE_ONLY,
     ReleaseError,
     ReleaseReport,
@@ -621,3 +626,42 @@ def test_text_without_regions_is_unchanged() -> None:
 def test_find_regions_rejects_malformed_markers(text: str, message: str) -> None:
     with pytest.raises(RegionError, match=message):
         find_regions(text, "x.py")
+
+
+def test_the_shaped_reference_keeps_the_fast_paths_its_solutions_use(tmp_path: Path) -> None:
+    """The reference's fast paths are left out of a handout but not out of the reference
+    in the released shape, whose solutions import them. Bug caught: the release copied
+    neither, so the shaped reference's ``module2/fast_ops.py`` did not import and the
+    verification failed with "pytest ended with exit status 2"."""
+    handout, reference = tmp_path / "handout", tmp_path / "reference"
+    write_handout(ROOT, handout)
+    write_reference(ROOT, reference)
+    for rel in REFERENCE_CODE:
+        assert (reference / rel).is_file() and not (handout / rel).exists(), rel
+    assert not (reference / "tests" / "autograder").exists()
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", "import module2.fast_ops, module4.fast_conv"],
+        cwd=reference, capture_output=True, text=True, timeout=600,
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_ENABLE_CUDASIM": "1",
+             "PYTHONPATH": os.pathsep.join([str(reference), *site.getsitepackages()])},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_runs_of_one_suite_split_over_processes_merge_into_one_result() -> None:
+    """The release runs the reference's tests in two processes (stages 0-2, 3-4)."""
+    from autograder.runner import merge_runs
+
+    first = RunResult(finished=True, exitstatus=0, returncode=0,
+                      collected=[{"nodeid": "a", "tasks": ["0.1"]}],
+                      tests={"a": TestResult("a", "passed", reached=["m:f"])})  # fmt: skip
+    second = RunResult(finished=True, exitstatus=1, returncode=1,
+                       collected=[{"nodeid": "b", "tasks": ["3.1"]}],
+                       tests={"b": TestResult("b", "failed")})  # fmt: skip
+    merged = merge_runs([first, second])
+    assert [c["nodeid"] for c in merged.collected or []] == ["a", "b"]
+    assert {n: t.outcome for n, t in merged.tests.items()} == {"a": "passed", "b": "failed"}
+    assert merged.tests["a"].reached == ["m:f"] and merged.problem() == ""
+    broken = RunResult(finished=False, returncode=-9)
+    merged = merge_runs([first, broken])
+    assert "signal 9" in merged.problem() and merged.collected is None
