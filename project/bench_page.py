@@ -2,8 +2,9 @@
 
 Each bench script (``project/bench_fast.py``, ``bench_cnn.py``, ``bench_cuda.py``,
 ``bench_scalar.py``) shows its tables through a :class:`Report`; with ``--markdown``
-it also replaces its own section of the page (between ``<!-- begin NAME -->`` and
-``<!-- end NAME -->``, added at the end if missing) with those tables, headed by the
+it also replaces the section of the page that the same command wrote before (between
+``<!-- begin COMMAND -->`` and ``<!-- end COMMAND -->``; a new command's section goes
+above :data:`ANCHOR`) with those tables, headed by the
 date, the machine (CPU model, cores, vector extensions, GPU) and the command that
 made them. So every figure on the page says where and when it was measured, and
 rerunning the command regenerates it. The chapters keep one short paragraph pointing
@@ -25,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+ANCHOR = "<!-- new measured sections go above this line -->"
 
 
 def cpu_name() -> str:
@@ -61,7 +63,7 @@ def machine() -> str:
 
 def _cell(value: object) -> str:
     text = str(getattr(value, "plain", value)).replace("|", "\\|").replace("\n", " ")
-    return re.sub(r"\[/?[a-z ]+\]", "", text)  # rich markup such as [green]
+    return re.sub(r"\[/?[a-z ]*\]", "", text)  # rich markup such as [green] ... [/]
 
 
 def markdown_table(table: Table) -> str:
@@ -102,13 +104,17 @@ class Report:
         return "\n".join([*head, "\n\n".join(self.blocks)])
 
     def write(self, page: Path = PAGE) -> Path:
-        """Replace this script's section of ``page`` (append it if missing)."""
-        begin, end = f"<!-- begin {self.name} -->", f"<!-- end {self.name} -->"
+        """Replace this command's section of ``page``; a command met for the first time
+        gets a new section above :data:`ANCHOR` (or at the end, without one)."""
+        key = self.command.removeprefix("python -m project.")
+        begin, end = f"<!-- begin {key} -->", f"<!-- end {key} -->"
         block = f"{begin}\n{self.section()}\n{end}"
         text = page.read_text(encoding="utf-8") if page.exists() else "# Benchmarks\n"
         pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
         if pattern.search(text):
             text = pattern.sub(lambda _: block, text)
+        elif ANCHOR in text:
+            text = text.replace(ANCHOR, block + "\n\n" + ANCHOR, 1)
         else:
             text = text.rstrip("\n") + "\n\n" + block + "\n"
         page.parent.mkdir(parents=True, exist_ok=True)
