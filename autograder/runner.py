@@ -60,6 +60,8 @@ class RunResult:
     """The watchdog's record of a test it could not interrupt (the run ended there)."""
     hung: str = ""
     """The watchdog's message for a test it stopped (the run stopped after it)."""
+    stalled: float | None = None
+    """Seconds the child's report had not grown when it was killed (see ``_wait``)."""
     memory_mb: int | None = None
 
     def problem(self) -> str:
@@ -70,6 +72,13 @@ class RunResult:
             )
         if self.timed_out:
             return "the run exceeded its time limit and was killed"
+        if self.stalled is not None:
+            memory = (
+                f" (the run may use {self.memory_mb} MB: --memory-mb)" if self.memory_mb else ""
+            )
+            return (f"the test process reported nothing for {self.stalled:.0f} s and was "
+                    f"killed: out of memory{memory}, or stuck where its watchdog could not "
+                    "act")  # fmt: skip
         if self.hung and self.stuck is None:
             return f"{self.hung}; the run stopped there, so the tests after it did not run"
         if self.stuck is not None:
@@ -190,28 +199,40 @@ def _wait(
     report: Path,
     timeout: float | None,
     on_progress: Callable[[int], None] | None,
-) -> bool:
-    """Wait for the child (polling the report for progress); True if it timed out."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+    stall: float | None = None,
+) -> str:
+    """Wait for the child, polling its report for progress: ``""`` when it ended,
+    ``"timeout"`` past ``timeout``, ``"stall"`` when its report did not grow for
+    ``stall`` seconds (a child out of memory can hang where its own watchdog cannot
+    run); the whole group is killed in the last two cases."""
+    now = time.monotonic()
+    deadline = None if timeout is None else now + timeout
+    lines, changed = -1, now
     while True:
         try:
             proc.wait(timeout=0.25)
-            return False
+            return ""
         except subprocess.TimeoutExpired:
             pass
-        if deadline is not None and time.monotonic() > deadline:
+        now = time.monotonic()
+        try:
+            with open(report, "rb") as f:
+                count = sum(1 for _ in f)
+        except OSError:
+            count = lines
+        if count != lines:
+            lines, changed = count, now
+        if on_progress is not None and count >= 0:
+            on_progress(count)
+        why = ("timeout" if deadline is not None and now > deadline
+               else "stall" if stall is not None and now - changed > stall else "")  # fmt: skip
+        if why:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
             proc.wait()
-            return True
-        if on_progress is not None:
-            try:
-                with open(report, "rb") as f:
-                    on_progress(sum(1 for _ in f))
-            except OSError:
-                pass
+            return why
 
 
 def child_env(
@@ -309,8 +330,11 @@ def run_pytest(
                 stdin=subprocess.DEVNULL,
                 stdout=log_file, stderr=subprocess.STDOUT, preexec_fn=_limits(memory_mb),
             )  # fmt: skip
+            # With a per-test limit, a report that stops growing for far longer than
+            # it (and than a cold compile) means a child that can no longer help itself.
+            stall = max(300.0, 5 * per_test_timeout) if per_test_timeout else None
             try:
-                timed_out = _wait(proc, report, timeout, on_progress)
+                ended = _wait(proc, report, timeout, on_progress, stall)
             finally:  # whatever ends the wait (Ctrl-C, SIGTERM, an error), the whole
                 try:  # group goes, including anything the tests left running
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -320,7 +344,8 @@ def run_pytest(
         output = log_path.read_bytes()
         result = read_report(report)
         result.returncode = proc.returncode
-        result.timed_out = timed_out
+        result.timed_out = ended == "timeout"
+        result.stalled = stall if ended == "stall" else None
         result.memory_mb = memory_mb
         result.output = output.decode("utf-8", errors="replace")[-20000:]
         result.seconds = time.monotonic() - start

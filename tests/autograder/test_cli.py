@@ -316,9 +316,12 @@ def test_ctrl_c_stops_a_runaway_test_run_and_every_process_it_started(
     assert "stack.pop().history" in text
     autodiff.write_text(text.replace("stack.pop().history", "stack[-1].history"))  # a loop
     env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "200", "NO_COLOR": "1"}
+    # A terminal's Ctrl-C: SIGINT at its default, whatever this run inherited (a shell
+    # starts a background job with SIGINT ignored, and Python then keeps it ignored).
     proc = subprocess.Popen(
         [sys.executable, "-m", "autograder.cli", "test", "0.5"], cwd=tree, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     marker = f"--rootdir={tree}"
     try:
@@ -404,7 +407,11 @@ def test_a_test_stuck_where_no_python_line_runs_ends_the_run_and_is_named(
     tree = _planted(reference0, tmp_path, "module0/operators.py", body,
                     body.replace("    return", "    __import__('time').sleep(10**6)\n"
                                  "    return"))  # fmt: skip
-    proc = minitorch(tree, "test", "0.1", "--test-seconds", "2", timeout=300)
+    os.environ["MINITORCH_WATCHDOG_GRACE"] = "2"  # the child inherits it; 10 s otherwise
+    try:
+        proc = minitorch(tree, "test", "0.1", "--test-seconds", "2", timeout=300)
+    finally:
+        del os.environ["MINITORCH_WATCHDOG_GRACE"]
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert re.search(
@@ -471,3 +478,22 @@ def test_case_ids_of_task_1_2_name_their_shapes() -> None:
     ids = [line for line in proc.stdout.splitlines() if "keeps_empty_dimensions" in line]
     assert ids and all(re.search(r"\[\([\d,]*\)-\([\d,]*\)\]$", i) for i in ids), proc.stdout
     assert any(i.endswith("[(2,0)-(1,)]") for i in ids) and not any("a0" in i for i in ids)
+
+
+def test_a_child_whose_report_stops_growing_is_killed_as_stalled(tmp_path: Path) -> None:
+    """A child out of memory can hang where its own watchdog cannot act (seen with
+    ``--memory-mb 512``: no line for minutes); the parent kills the whole group once its
+    report has not grown for the stall period, and says why."""
+    import time
+
+    from autograder.runner import RunResult, _wait
+
+    report = tmp_path / "report.jsonl"
+    report.write_text('{"event": "start"}\n')
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    start = time.monotonic()
+    assert _wait(proc, report, timeout=None, on_progress=None, stall=1.0) == "stall"
+    assert time.monotonic() - start < 10 and proc.returncode == -9
+    problem = RunResult(stalled=1.0, memory_mb=512).problem()
+    assert "reported nothing for 1 s and was killed: out of memory" in problem
+    assert "--memory-mb" in problem
