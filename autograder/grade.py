@@ -616,15 +616,9 @@ def grade(
     empty = [t.id for t in tasks if not checks.get(t.id)]
     if empty:
         raise RuntimeError(f"tasks without graded checks: {', '.join(empty)}")
-    if prepared is None:
-        seed = secrets.randbits(31) if seed is None else seed
-        if log is not None:
-            log(f"computing the reference's answers (seed {seed})")
-        prepared = prepare(root, tasks, checks, limits, seed)
-    elif prepared.task_ids != tuple(t.id for t in tasks):
+    if prepared is not None and prepared.task_ids != tuple(t.id for t in tasks):
         raise ValueError("prepared answers are for other tasks")
-    seed, rounds, reference = prepared.seed, prepared.rounds, prepared.answers
-    scores: list[TaskScore] = []
+    scores: dict[str, TaskScore] = {}
     with tempfile.TemporaryDirectory(prefix="minitorch-grade-") as tmp:
         workspace, cache = Path(tmp) / "work", kernel_cache or Path(tmp) / "cache"
         workspace.mkdir()
@@ -635,22 +629,30 @@ def grade(
         # Notes on missing files: of the graded stages only (--task 1.1: stages 0-1).
         upto = stage if stage is not None else max(t.stage for t in tasks)
         notes += build_workspace(submission, root, workspace, upto, reference_prerequisites)
-        for task in tasks:
+        for task in tasks:  # library work scores 0 without running a check
             if uses := library_work_of(task, workspace, root):
                 if log is not None:
                     log(f"task {task.id}: not credited (library work: {uses[0]})")
-                scores.append(not_credited(task, checks[task.id], uses))
-                continue
+                scores[task.id] = not_credited(task, checks[task.id], uses)
+        graded = [t for t in tasks if t.id not in scores]
+        if prepared is None and graded:  # the reference's answers for those graded only
+            seed = secrets.randbits(31) if seed is None else seed
+            if log is not None:
+                log(f"computing the reference's answers (seed {seed})")
+            prepared = prepare(root, graded, checks, limits, seed)
+        for task in graded:
+            assert prepared is not None
             if log is not None:
                 log(f"grading task {task.id} ({len(checks[task.id])} checks)")
             timed = {c.id: c.timed.rounds for c in checks[task.id] if c.timed is not None}
             mine = submission_answers(
-                workspace, cache, task, checks[task.id], seed, limits, isolation,
-                RoundClock(timed, rounds),
+                workspace, cache, task, checks[task.id], prepared.seed, limits, isolation,
+                RoundClock(timed, prepared.rounds),
             )  # fmt: skip
-            scores.append(score_task(task, checks[task.id], reference, mine))
+            scores[task.id] = score_task(task, checks[task.id], prepared.answers, mine)
+    ordered = [scores[t.id] for t in tasks]
     return GradeReport(
-        scores=scores, seconds=time.monotonic() - start, notes=notes, isolation=isolation.label
+        scores=ordered, seconds=time.monotonic() - start, notes=notes, isolation=isolation.label
     )
 
 

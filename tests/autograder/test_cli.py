@@ -385,7 +385,7 @@ def test_a_test_that_allocates_without_end_fails_with_the_memory_limit_named(
     body = "    # BEGIN SOLUTION 0.1\n    return x * y"
     tree = _planted(reference0, tmp_path, "module0/operators.py", body,
                     body.replace("    return", "    grown = []\n    while True:\n"
-                                 "        grown.append([x] * 1000)\n    return"))  # fmt: skip
+                                 "        grown.append(bytearray(10**7))\n    return"))  # fmt: skip
     proc = minitorch(tree, "test", "0.1", "--memory-mb", "1024", timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
