@@ -12,6 +12,7 @@ by the project's scripts (``project/guard.py``) for an uncaught error at import.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import subprocess
 import sys
@@ -75,8 +76,6 @@ def first_broken(root: Path, python: str = sys.executable) -> list[str] | None:
 
 
 def _env() -> dict[str, str]:
-    import os
-
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if "NUMBA_ENABLE_CUDASIM" not in env:  # stage 3 imports without a GPU too
         from autograder.pytest_plugin import gpu_present

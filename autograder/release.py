@@ -343,11 +343,10 @@ class _Progress:
                 parts = ", ".join(f"{n} {c}" for n, c in self.counts.items())
                 self.log(f"  ... {self.step} ({now - self.start:.0f} s): {parts}")
 
-    def tests(self, name: str, total: int | None) -> Callable[[int], None]:
+    def tests(self, name: str) -> Callable[[int], None]:
         """An ``on_progress`` for :func:`run_pytest`: its report has two lines before the
         first test's (start, collected)."""
-        of = f" of {total}" if total else ""
-        return lambda lines: self.update(name, f"{max(lines - 2, 0)}{of} tests done")
+        return lambda lines: self.update(name, f"{max(lines - 2, 0)} tests done")
 
 
 def _warm_kernels(shaped: Path, cache_dir: str, through: int | None) -> None:
@@ -430,7 +429,7 @@ def verify(
         handout_run = pool.submit(
             run_pytest, report.out_dir, [*test_dirs(tasks), "-m", expression, "-q"],
             timeout=timeout, no_site=True, env=quick,
-            on_progress=progress.tests("handout", None),
+            on_progress=progress.tests("handout"),
         )  # fmt: skip
         # The reference's tests in two processes, stages 0-2 and 3-4 (stage 3's tests on
         # the CUDA simulator are Python threads, stage 4's compile kernels of their own):
@@ -444,7 +443,7 @@ def verify(
                                      "--minitorch-reach"],
                 timeout=timeout, no_site=True, env=kernels,
                 on_progress=progress.tests(f"reference (stages {group[0].stage}-"
-                                           f"{group[-1].stage})", None),
+                                           f"{group[-1].stage})"),
             )
             for group in groups
         ]  # fmt: skip

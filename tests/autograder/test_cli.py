@@ -343,6 +343,11 @@ def test_ctrl_c_stops_a_runaway_test_run_and_every_process_it_started(
     assert processes_naming(marker) == []
 
 
+MUL_REGION = "    # BEGIN " + "SOLUTION 0.1\n    return x * y"
+"""The start of task 0.1's region of ``mul`` in the reference (spelled in two parts, so
+this file holds no marker line of its own)."""
+
+
 def _planted(reference0: Path, tmp_path: Path, rel: str, old: str, new: str) -> Path:
     """A copy of the stage-0 reference with ``old`` replaced by ``new`` in ``rel``."""
     tree = tmp_path / "course"
@@ -382,7 +387,7 @@ def test_a_test_that_allocates_without_end_fails_with_the_memory_limit_named(
     """The run's memory is limited (``--memory-mb``); the test that exhausts it fails
     with a MemoryError saying so, and the tests after it still run (the frames that
     held the allocation are cleared, so pytest itself has memory left to report)."""
-    body = "    # BEGIN SOLUTION 0.1\n    return x * y"
+    body = MUL_REGION
     tree = _planted(reference0, tmp_path, "module0/operators.py", body,
                     body.replace("    return", "    grown = []\n    while True:\n"
                                  "        grown.append(bytearray(10**7))\n    return"))  # fmt: skip
@@ -403,7 +408,7 @@ def test_a_test_stuck_where_no_python_line_runs_ends_the_run_and_is_named(
     """A hang inside one C call (here ``time.sleep``; in practice a compiled kernel)
     cannot take the watchdog's exception: after its grace period the test process
     exits, and the report still names the test, the limit and where it was."""
-    body = "    # BEGIN SOLUTION 0.1\n    return x * y"
+    body = MUL_REGION
     tree = _planted(reference0, tmp_path, "module0/operators.py", body,
                     body.replace("    return", "    __import__('time').sleep(10**6)\n"
                                  "    return"))  # fmt: skip
