@@ -21,7 +21,7 @@ error, no answer, an answer that does not parse) earns nothing. Code inside the 
 can lie about anything, but the only way to the reference's answers for this run's
 inputs is to compute them.
 
-A *timed* check (``@check("2.3", timed=Timed(baseline, within=1 / 3))``) grades a
+A *timed* check (``@check("2.3", timed=Timed(baseline, within=1 / 2))``) grades a
 speed the task promises. It runs several rounds; each round's inputs come from a seed
 the grader sends only when the sandbox says it is ready, and the grader times, from
 outside, how long the right answer takes to come back. The bar is a trusted baseline
