@@ -244,6 +244,12 @@ def check_pytest_timeout() -> Check:
                       "minitorch grade needs it")  # fmt: skip
 
 
+def check_pytest_xdist() -> Check:
+    """pytest-xdist, from the dev extra (the README's test command, ``pytest -n auto``)."""
+    return _dev_check("pytest-xdist", "pytest-xdist", "xdist",
+                      "the whole suite's command, pytest -n auto, needs it")  # fmt: skip
+
+
 def check_layout(root: Path = ROOT) -> Check:
     """The stage packages present in the tree the tooling was loaded from."""
     tasks = available_tasks(root)
@@ -289,6 +295,7 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     check_pytest,
     check_hypothesis,
     check_pytest_timeout,
+    check_pytest_xdist,
     check_sandbox,
     check_layout,
 )

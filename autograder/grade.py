@@ -623,7 +623,11 @@ def grade(
         workspace, cache = Path(tmp) / "work", kernel_cache or Path(tmp) / "cache"
         workspace.mkdir()
         cache.mkdir(parents=True, exist_ok=True)
-        os.chmod(tmp, 0o755)
+        if isolation.tier == sandbox.USER:  # this grade's user only: another grade at the
+            os.chown(tmp, 0, isolation.uid)  # same time (another user) cannot enter it
+            os.chmod(tmp, 0o750)
+        else:
+            os.chmod(tmp, 0o755)
         if os.getuid() == 0 and isolation.tier != sandbox.NONE:
             os.chown(cache, isolation.uid, isolation.uid)
         # Notes on missing files: of the graded stages only (--task 1.1: stages 0-1).

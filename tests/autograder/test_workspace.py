@@ -8,10 +8,16 @@ of stage 2 (and the same for 4.1 and 4.2) when graded from the reference reposit
 
 from __future__ import annotations
 
+import secrets
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from autograder import sandbox
 from autograder.grade import Limits, grade, workspace_files
 from autograder.paths import ROOT
 from autograder.regions import find_regions, stub_text
@@ -50,3 +56,48 @@ def test_a_run_from_the_reference_repository_reads_no_solution(tmp_path: Path, t
     found = snooped_in(report)
     assert found == {"visible": str(len(workspace_files(ROOT))), "holding": "0",
                      "first": "-"}, report.scores[0].report()  # fmt: skip
+
+
+def test_a_grade_reads_nothing_of_another_grade_running_at_the_same_time(tmp_path: Path) -> None:
+    """Tier 2 runs each grade as a user of its own, and a grade's folder (the workspace:
+    the submission's files) is that user's only: a second grade at the same time, another
+    user, can read none of it. (The folder was open to all: found when the suite first
+    ran in two workers, a snoop reading another test's submission in ``/tmp``.)"""
+    flag = Path(tempfile.gettempdir()) / f"minitorch-test-{secrets.token_hex(8)}"
+    first = tmp_path / "first" / "module0"
+    first.mkdir(parents=True)
+    hold = (  # the first grade's run waits (at most 60 s) until the second has snooped
+        f"\nimport os, time\nfor _ in range(600):\n    if os.path.exists({str(flag)!r}):\n"
+        "        break\n    time.sleep(0.1)\n"
+    )
+    reference = (ROOT / "module0/operators.py").read_text(encoding="utf-8")
+    (first / "operators.py").write_text(reference + hold, encoding="utf-8")  # holds regions
+    second = tmp_path / "second" / "module0"
+    second.mkdir(parents=True)
+    (second / "operators.py").write_text(
+        stub_text(reference, "operators") + snoop([tmp_path]), encoding="utf-8"
+    )
+    limits = Limits(per_task_seconds=120)
+    started = threading.Event()
+
+    def log(line: str) -> None:
+        if line.startswith("grading task"):
+            started.set()
+
+    with in_tier(sandbox.USER), ThreadPoolExecutor(1) as pool:
+        try:
+            holding = pool.submit(
+                grade, tmp_path / "first", root=ROOT, task_ids=["0.1"], limits=limits, log=log
+            )
+            assert started.wait(60), "the first grade never reached its run"
+            for _ in range(100):  # its run's process, as its own user, is up
+                if any(u in sandbox.USER_UIDS for u in sandbox._process_uids().values()):
+                    break
+                time.sleep(0.1)
+            report = grade(tmp_path / "second", root=ROOT, task_ids=["0.1"], limits=limits)
+        finally:
+            flag.touch()
+        holding.result()
+        flag.unlink()
+    found = snooped_in(report)
+    assert (found["holding"], found["first"]) == ("0", "-"), report.scores[0].report()
