@@ -1,0 +1,55 @@
+"""Stage 5: the transformer. LayerNorm and GELU with their own backward, a masked
+softmax and scaled dot-product attention (:mod:`module5.functional`), multi-head attention and a
+GPT with KV-cache generation (:mod:`module5.gpt`), AdamW, gradient clipping and a
+cosine schedule (:mod:`module5.optim`), a character tokenizer and a batch sampler
+(:mod:`module5.text`).
+
+``import module5 as mt`` gives the whole framework: everything of stages 0 to 4 plus
+these names.
+"""
+
+from module4 import *  # noqa: F403
+from module4 import __all__ as _stage4
+from module5 import functional, gpt, optim, text
+from module5.functional import (
+    cat,
+    causal_mask,
+    gelu,
+    layer_norm,
+    masked_softmax,
+    narrow,
+    scaled_dot_product_attention,
+    split,
+)
+from module5.gpt import GELU, GPT, Block, GPTConfig, KVCache, LayerNorm, MultiHeadAttention
+from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
+from module5.text import CharTokenizer, get_batch
+
+__all__ = [
+    *_stage4,
+    "GELU",
+    "GPT",
+    "AdamW",
+    "Block",
+    "CharTokenizer",
+    "GPTConfig",
+    "KVCache",
+    "LayerNorm",
+    "MultiHeadAttention",
+    "cat",
+    "causal_mask",
+    "clip_grad_norm_",
+    "cosine_lr",
+    "decay_groups",
+    "gelu",
+    "get_batch",
+    "gpt",
+    "layer_norm",
+    "masked_softmax",
+    "narrow",
+    "functional",
+    "optim",
+    "scaled_dot_product_attention",
+    "split",
+    "text",
+]

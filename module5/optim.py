@@ -1,0 +1,98 @@
+"""Training tools for the GPT: AdamW with parameter groups, clipping by the global
+gradient norm, and a warmup + cosine learning-rate schedule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from module0.module import Module, Parameter
+from module2.fast_optim import FastAdam, _prepare, _state, adam_update
+
+
+class AdamW(FastAdam):
+    r"""Adam with decoupled weight decay (Loshchilov & Hutter, 2019), in place.
+
+    Each step first shrinks a decayed parameter, :math:`p \leftarrow p (1 - lr\,\lambda)`,
+    then takes stage 2's fused Adam step, as ``torch.optim.AdamW`` does. ``params`` is a
+    list of Parameters (all decayed by ``weight_decay``) or of groups
+    ``{"params": [...], "weight_decay": w}`` (a group without the key takes
+    ``weight_decay``). :func:`decay_groups` makes the usual two groups.
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Parameter] | Sequence[dict[str, Any]],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+    ) -> None:
+        items = list(params)
+        groups = items if items and isinstance(items[0], dict) else [{"params": items}]
+        flat: list[Parameter] = []
+        decays: list[float] = []
+        for i, group in enumerate(groups):
+            if not isinstance(group, dict) or "params" not in group:
+                raise TypeError(f"AdamW: group {i} must be a dict with 'params'")
+            members = list(group["params"])
+            flat += members
+            decays += [float(group.get("weight_decay", weight_decay))] * len(members)
+        if weight_decay < 0 or any(w < 0 for w in decays):
+            raise ValueError(f"AdamW: weight decay must be at least 0, got {decays}")
+        super().__init__(flat, lr, betas, eps)
+        self.weight_decays = decays
+
+    def step(self) -> None:
+        """Decay, then the fused Adam step, for every parameter that has a gradient."""
+        beta1, beta2 = self.betas
+        for i, p, param, grad in _prepare(self.parameters, self._checked):
+            if self.weight_decays[i]:
+                param *= 1.0 - self.lr * self.weight_decays[i]
+            m, _ = _state(self.first_moment, i, p, param.size, "first moment")
+            v, _ = _state(self.second_moment, i, p, param.size, "second moment")
+            self.steps[i] += 1
+            adam_update(param, grad, m, v, self.lr, beta1, beta2, self.eps, self.steps[i])
+
+
+def decay_groups(model: Module, weight_decay: float) -> list[dict[str, Any]]:
+    """Two AdamW groups: the matrices of the linear layers decayed, everything else
+    (biases, LayerNorm weights, embeddings, which the tied head shares) not."""
+    decay: list[Parameter] = []
+    keep: list[Parameter] = []
+    for name, p in model.named_parameters():
+        leaf = name.rsplit(".", 1)[-1]
+        is_matrix = len(p.value.shape) == 2 and leaf == "weight"
+        embedding = name.split(".")[0] in ("wte", "wpe")
+        (decay if is_matrix and not embedding else keep).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}]
+
+
+def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> float:
+    """Scale every gradient by ``max_norm / total`` when their global L2 norm ``total``
+    is above ``max_norm``, in place; return ``total`` (before clipping)."""
+    grads = [p.value.grad for p in parameters if p.value.grad is not None]
+    total = math.sqrt(sum(float(np.square(g.to_numpy(), dtype=np.float64).sum()) for g in grads))
+    if total > max_norm > 0:
+        scale = max_norm / (total + 1e-6)
+        for g in grads:
+            data = g._tensor
+            if data.is_contiguous() and data._storage.size == data.size:
+                data._storage *= scale
+            else:
+                g._tensor = (g * scale)._tensor
+    return total
+
+
+def cosine_lr(step: int, lr: float, warmup: int, total: int, min_lr: float = 0.0) -> float:
+    """The learning rate at ``step`` (from 0): linear from ``lr / warmup`` to ``lr`` over
+    ``warmup`` steps, then half a cosine down to ``min_lr`` at ``total``, ``min_lr`` after."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    if step >= total:
+        return min_lr
+    progress = (step - warmup) / max(1, total - warmup)
+    return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))

@@ -1,0 +1,294 @@
+"""Stage 5's operations (``module5/functional.py``): LayerNorm, GELU, the masked softmax,
+attention, and narrow / split / cat.
+
+Oracles: NumPy for values (float64 and float32), central differences
+(``module1.grad_check``) for every backward in float64, and Hypothesis properties: a
+softmax row sums to 1 and does not change when a constant is added to it; LayerNorm
+does not change when a row is shifted or scaled; attention is causal (changing the
+keys, values or queries after position ``t`` changes no output at or before ``t``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from module1.grad_check import grad_check
+from module1.tensor import Tensor, from_numpy
+from module1.tensor_data import ShapeError
+from module2.fast_ops import FastTensorBackend as FAST
+from module5.functional import (
+    MASKED,
+    cat,
+    causal_mask,
+    gelu,
+    layer_norm,
+    masked_softmax,
+    narrow,
+    scaled_dot_product_attention,
+    split,
+)
+
+DTYPES = [np.float64, np.float32]
+TOL = {np.float64: 1e-10, np.float32: 2e-5}
+
+
+def t(values: np.ndarray, dtype: object = np.float64) -> Tensor:
+    return from_numpy(np.asarray(values, dtype=dtype), FAST)
+
+
+def np_layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    x = x.astype(np.float64)
+    c = x - x.mean(-1, keepdims=True)
+    return c / np.sqrt((c * c).mean(-1, keepdims=True) + eps) * w + b
+
+
+def np_gelu(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def np_softmax(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    filled = np.where(keep, x, -np.inf)
+    m = np.max(np.where(keep, x, -np.inf), -1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.where(keep, np.exp(filled - m), 0.0)
+    s = e.sum(-1, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+
+
+shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
+
+
+# -- LayerNorm ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(shape=shapes, seed=st.integers(0, 2**16))
+@settings(max_examples=30)
+def test_layer_norm_matches_numpy(dtype: type, shape: tuple[int, ...], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x, w, b = rng.normal(size=shape), rng.normal(size=shape[-1]), rng.normal(size=shape[-1])
+    got = layer_norm(t(x, dtype), t(w, dtype), t(b, dtype)).to_numpy()
+    assert got.dtype == dtype and got.shape == shape
+    np.testing.assert_allclose(
+        got, np_layer_norm(x, w, b, 1e-5), rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10
+    )
+
+
+def test_layer_norm_of_a_non_contiguous_input() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(5, 3))
+    view = t(x).permute(1, 0)  # (3, 5), strides (1, 3)
+    assert not view.is_contiguous()
+    w, b = rng.normal(size=5), rng.normal(size=5)
+    np.testing.assert_allclose(
+        layer_norm(view, t(w), t(b)).to_numpy(), np_layer_norm(x.T, w, b, 1e-5), rtol=1e-10
+    )
+    grad_check(lambda a, c, d: layer_norm(a, c, d), view, t(w), t(b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_is_stable_for_a_row_with_a_large_mean(dtype: type) -> None:
+    """``E[x^2] - E[x]^2`` would lose every digit here (in float32: the variance 1e-2
+    against squares of 1e8); centring first keeps them."""
+    rng = np.random.default_rng(2)
+    x = 1e4 + rng.normal(scale=0.1, size=(3, 64))
+    got = layer_norm(t(x, dtype), t(np.ones(64), dtype), t(np.zeros(64), dtype)).to_numpy()
+    want = np_layer_norm(x.astype(dtype), np.ones(64), np.zeros(64), 1e-5)
+    np.testing.assert_allclose(got, want, atol=1e-2 if dtype == np.float32 else 1e-9)
+    assert got.std(-1).min() > 0.99  # unit rows (less the eps's share of a 1e-2 variance)
+
+
+@given(seed=st.integers(0, 2**16), shift=st.floats(-50, 50), scale=st.floats(0.5, 20))
+@settings(max_examples=25)
+def test_layer_norm_ignores_a_shift_and_a_scale_of_a_row(
+    seed: int, shift: float, scale: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    x, w, b = rng.normal(size=(2, 7)), rng.normal(size=7), rng.normal(size=7)
+    plain = layer_norm(t(x), t(w), t(b), eps=0.0).to_numpy()
+    moved = layer_norm(t(x * scale + shift), t(w), t(b), eps=0.0).to_numpy()
+    np.testing.assert_allclose(moved, plain, rtol=1e-8, atol=1e-8)
+
+
+@given(shape=shapes, seed=st.integers(0, 2**16))
+@settings(max_examples=15)
+def test_layer_norm_backward_matches_central_differences(shape: tuple[int, ...], seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    if shape[-1] == 1:  # one entry: the output is the bias alone
+        shape = (*shape[:-1], 2)
+    x, w, b = rng.normal(size=shape), rng.normal(size=shape[-1]), rng.normal(size=shape[-1])
+    grad_check(lambda a, c, d: layer_norm(a, c, d), t(x), t(w), t(b))
+
+
+def test_layer_norm_names_the_shapes_it_refuses() -> None:
+    with pytest.raises(ShapeError, match=r"\(2, 3\) must end in the size 4"):
+        layer_norm(t(np.zeros((2, 3))), t(np.ones(4)), t(np.zeros(4)))
+    with pytest.raises(ShapeError, match=r"bias \(3,\)"):
+        layer_norm(t(np.zeros((2, 4))), t(np.ones(4)), t(np.zeros(3)))
+
+
+# -- GELU --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gelu_matches_numpy(dtype: type) -> None:
+    x = np.concatenate([np.linspace(-8, 8, 101), [0.0, -30.0, 30.0]])
+    got = gelu(t(x, dtype)).to_numpy()
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, np_gelu(x), rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    assert got[-3] == 0.0 and got[-2] == 0.0 and got[-1] == 30.0
+
+
+def test_gelu_backward_matches_central_differences() -> None:
+    x = np.random.default_rng(3).normal(scale=2.0, size=(4, 9))
+    grad_check(gelu, t(x))
+    grad_check(gelu, t(x).permute(1, 0))
+
+
+# -- the masked softmax ------------------------------------------------------------------
+
+
+@given(seed=st.integers(0, 2**16), rows=st.integers(1, 4), cols=st.integers(1, 6),
+       shift=st.floats(-100, 100))  # fmt: skip
+@settings(max_examples=30)
+def test_softmax_rows_sum_to_one_and_ignore_a_constant(
+    seed: int, rows: int, cols: int, shift: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(scale=5.0, size=(rows, cols))
+    keep = rng.random((rows, cols)) < 0.7
+    keep[:, 0] = True
+    p = masked_softmax(t(x), keep).to_numpy()
+    np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(p, np_softmax(x, keep), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(masked_softmax(t(x + shift), keep).to_numpy(), p, atol=1e-9)
+    assert (p[~keep] == 0.0).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_row_with_every_entry_masked_is_zero_and_never_nan(dtype: type) -> None:
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [1e4, -1e4, 0.0]])
+    keep = np.array([[True, False, True], [False, False, False], [True, True, False]])
+    xt = from_numpy(x.astype(dtype), FAST, requires_grad=True)
+    p = masked_softmax(xt, keep)
+    values = p.to_numpy()
+    assert not np.isnan(values).any()
+    assert (values[1] == 0.0).all() and values[0, 1] == 0.0 and values[2, 2] == 0.0
+    np.testing.assert_allclose(values, np_softmax(x, keep), rtol=TOL[dtype])
+    (p * t(np.arange(9.0).reshape(3, 3), dtype)).sum().backward()
+    grad = xt.grad.to_numpy()
+    assert not np.isnan(grad).any() and (grad[~keep] == 0.0).all()
+
+
+def test_masked_softmax_backward_matches_central_differences() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 5))
+    keep = causal_mask(3, 5)
+    grad_check(lambda a: masked_softmax(a, keep), t(x))
+    grad_check(lambda a: masked_softmax(a), t(x))
+
+
+def test_masked_scores_never_reach_the_exponential_as_infinity() -> None:
+    assert np.isfinite(np.float32(MASKED))
+
+
+# -- attention ---------------------------------------------------------------------------
+
+
+def np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    keep = causal_mask(q.shape[-2], k.shape[-2]) if causal else np.ones(scores.shape[-2:], bool)
+    return np_softmax(scores, np.broadcast_to(keep, scores.shape)) @ v
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_matches_numpy_over_batch_and_head_dimensions(dtype: type, causal: bool) -> None:
+    rng = np.random.default_rng(5)
+    q, k, v = (
+        rng.normal(size=(2, 3, 4, 8)),
+        rng.normal(size=(2, 3, 6, 8)),
+        rng.normal(size=(2, 3, 6, 5)),
+    )
+    got = scaled_dot_product_attention(
+        t(q, dtype), t(k, dtype), t(v, dtype), causal=causal
+    ).to_numpy()
+    assert got.shape == (2, 3, 4, 5) and got.dtype == dtype
+    np.testing.assert_allclose(
+        got, np_attention(q, k, v, causal), rtol=TOL[dtype] * 20, atol=TOL[dtype] * 20
+    )
+
+
+@given(seed=st.integers(0, 2**16), n=st.integers(2, 7), at=st.integers(0, 5))
+@settings(max_examples=25)
+def test_attention_is_causal(seed: int, n: int, at: int) -> None:
+    """Changing the queries, keys and values after position ``at`` changes no output
+    at or before it."""
+    at = min(at, n - 2)
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.normal(size=(2, n, 4)) for _ in range(3))
+    q2, k2, v2 = q.copy(), k.copy(), v.copy()
+    for a in (q2, k2, v2):
+        a[:, at + 1 :] = rng.normal(scale=10.0, size=a[:, at + 1 :].shape)
+    one = scaled_dot_product_attention(t(q), t(k), t(v), causal=True).to_numpy()
+    two = scaled_dot_product_attention(t(q2), t(k2), t(v2), causal=True).to_numpy()
+    np.testing.assert_array_equal(one[:, : at + 1], two[:, : at + 1])
+    assert not np.allclose(one[:, at + 1 :], two[:, at + 1 :])
+
+
+def test_attention_backward_matches_central_differences() -> None:
+    rng = np.random.default_rng(6)
+    q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))
+    grad_check(lambda a, b, c: scaled_dot_product_attention(a, b, c, causal=True), t(q), t(k), t(v))
+    grad_check(lambda a, b, c: scaled_dot_product_attention(a, b, c), t(q), t(k), t(v))
+
+
+def test_attention_dropout_drops_weights_and_rescales_the_rest() -> None:
+    rng = np.random.default_rng(7)
+    q, k, v = rng.normal(size=(1, 4, 3)), rng.normal(size=(1, 4, 3)), np.eye(4)[None]
+    got = scaled_dot_product_attention(t(q), t(k), t(v), causal=True, dropout=0.5,
+                                       rng=np.random.default_rng(0)).to_numpy()  # fmt: skip
+    plain = np_attention(q, k, v, True)  # v = I: the output is the weights themselves
+    kept = np.random.default_rng(0).random((1, 4, 4)) >= 0.5
+    np.testing.assert_allclose(got, np.where(kept, plain * 2.0, 0.0), rtol=1e-12)
+    with pytest.raises(ValueError, match="dropout needs an rng"):
+        scaled_dot_product_attention(t(q), t(k), t(v), dropout=0.1)
+
+
+def test_attention_names_the_shapes_that_do_not_fit() -> None:
+    q, k = t(np.zeros((2, 3, 4))), t(np.zeros((2, 5, 4)))
+    with pytest.raises(ShapeError, match=r"q \(2, 3, 4\), k \(2, 5, 4\), v \(2, 4, 4\)"):
+        scaled_dot_product_attention(q, k, t(np.zeros((2, 4, 4))))
+    with pytest.raises(ShapeError, match=r"k \(2, 5, 3\)"):
+        scaled_dot_product_attention(q, t(np.zeros((2, 5, 3))), t(np.zeros((2, 5, 3))))
+    with pytest.raises(ShapeError, match="3 keys for 4 queries"):
+        causal_mask(4, 3)
+
+
+def test_the_causal_mask_of_a_cache_lets_each_query_see_its_own_past() -> None:
+    np.testing.assert_array_equal(causal_mask(2, 4), [[1, 1, 1, 0], [1, 1, 1, 1]])
+    np.testing.assert_array_equal(causal_mask(3), np.tril(np.ones((3, 3))))
+
+
+# -- narrow, split, cat --------------------------------------------------------------------
+
+
+def test_split_and_cat_are_inverse_and_pass_gradients_back() -> None:
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(2, 3, 6))
+    parts = split(t(x), 2, -1)
+    assert [p.shape for p in parts] == [(2, 3, 2)] * 3
+    np.testing.assert_array_equal(parts[1].to_numpy(), x[..., 2:4])
+    np.testing.assert_array_equal(cat(parts, -1).to_numpy(), x)
+    grad_check(lambda a: narrow(a, 1, 1, 2), t(x))
+    grad_check(lambda a, b: cat([a, b], 1), t(x), t(rng.normal(size=(2, 4, 6))))
+    with pytest.raises(ShapeError, match="4 does not divide"):
+        split(t(x), 4, -1)
+    with pytest.raises(ShapeError, match="differ elsewhere"):
+        cat([t(x), t(np.zeros((2, 3, 5)))], 1)
