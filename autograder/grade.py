@@ -623,11 +623,14 @@ def grade(
         workspace, cache = Path(tmp) / "work", kernel_cache or Path(tmp) / "cache"
         workspace.mkdir()
         cache.mkdir(parents=True, exist_ok=True)
-        if isolation.tier == sandbox.USER:  # this grade's user only: another grade at the
-            os.chown(tmp, 0, isolation.uid)  # same time (another user) cannot enter it
+        # Only this grade may enter its folder: a grade at the same time (another user,
+        # or a tier-1 sandbox's user) must read nothing of this submission. Tier 1 binds
+        # the workspace into its sandbox, so its user never walks this path.
+        if isolation.tier == sandbox.USER:
+            os.chown(tmp, 0, isolation.uid)
             os.chmod(tmp, 0o750)
         else:
-            os.chmod(tmp, 0o755)
+            os.chmod(tmp, 0o700)
         if os.getuid() == 0 and isolation.tier != sandbox.NONE:
             os.chown(cache, isolation.uid, isolation.uid)
         # Notes on missing files: of the graded stages only (--task 1.1: stages 0-1).

@@ -22,7 +22,7 @@ from autograder.grade import Limits, grade, workspace_files
 from autograder.paths import ROOT
 from autograder.regions import find_regions, stub_text
 from autograder.registry import TASKS
-from tests.autograder.isolation import TIERS, in_tier
+from tests.autograder.isolation import TIERS, in_tier, need
 from tests.autograder.snoop import snoop, snooped_in
 
 
@@ -58,20 +58,26 @@ def test_a_run_from_the_reference_repository_reads_no_solution(tmp_path: Path, t
                      "first": "-"}, report.scores[0].report()  # fmt: skip
 
 
-def test_a_grade_reads_nothing_of_another_grade_running_at_the_same_time(tmp_path: Path) -> None:
-    """Tier 2 runs each grade as a user of its own, and a grade's folder (the workspace:
-    the submission's files) is that user's only: a second grade at the same time, another
-    user, can read none of it. (The folder was open to all: found when the suite first
-    ran in two workers, a snoop reading another test's submission in ``/tmp``.)"""
-    flag = Path(tempfile.gettempdir()) / f"minitorch-test-{secrets.token_hex(8)}"
-    first = tmp_path / "first" / "module0"
-    first.mkdir(parents=True)
-    hold = (  # the first grade's run waits (at most 60 s) until the second has snooped
-        f"\nimport os, time\nfor _ in range(600):\n    if os.path.exists({str(flag)!r}):\n"
-        "        break\n    time.sleep(0.1)\n"
+@pytest.mark.parametrize("first", TIERS)
+def test_a_grade_reads_nothing_of_another_grade_running_at_the_same_time(
+    tmp_path: Path, first: str
+) -> None:
+    """A grade's folder (the workspace: the submission's files) is that grade's only: a
+    second grade at the same time, in tier 2 (a user of its own), reads none of it,
+    whether the first runs in tier 2 too (another user) or in tier 1. (The folder was
+    open to all: found when the suite first ran in two workers, a snoop reading another
+    test's submission in ``/tmp``.)"""
+    need(sandbox.USER)
+    token = secrets.token_hex(8)
+    holder = tmp_path / "first" / "module0"
+    holder.mkdir(parents=True)
+    hold = (  # the first grade's run waits (at most 60 s) for the test's word in its workspace
+        "\nimport os, time\n_top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n"
+        f"_go = os.path.join(_top, {token!r})\n"
+        "for _ in range(600):\n    if os.path.exists(_go):\n        break\n    time.sleep(0.1)\n"
     )
     reference = (ROOT / "module0/operators.py").read_text(encoding="utf-8")
-    (first / "operators.py").write_text(reference + hold, encoding="utf-8")  # holds regions
+    (holder / "operators.py").write_text(reference + hold, encoding="utf-8")  # holds regions
     second = tmp_path / "second" / "module0"
     second.mkdir(parents=True)
     (second / "operators.py").write_text(
@@ -84,20 +90,25 @@ def test_a_grade_reads_nothing_of_another_grade_running_at_the_same_time(tmp_pat
         if line.startswith("grading task"):
             started.set()
 
-    with in_tier(sandbox.USER), ThreadPoolExecutor(1) as pool:
+    runs_as = {sandbox.SANDBOX_UID, *sandbox.USER_UIDS}
+    with ThreadPoolExecutor(1) as pool:
         try:
-            holding = pool.submit(
-                grade, tmp_path / "first", root=ROOT, task_ids=["0.1"], limits=limits, log=log
-            )
-            assert started.wait(60), "the first grade never reached its run"
-            for _ in range(100):  # its run's process, as its own user, is up
-                if any(u in sandbox.USER_UIDS for u in sandbox._process_uids().values()):
-                    break
-                time.sleep(0.1)
-            report = grade(tmp_path / "second", root=ROOT, task_ids=["0.1"], limits=limits)
-        finally:
-            flag.touch()
+            with in_tier(first):
+                holding = pool.submit(
+                    grade, tmp_path / "first", root=ROOT, task_ids=["0.1"], limits=limits, log=log
+                )
+                assert started.wait(60), "the first grade never reached its run"
+                for _ in range(100):  # its run's process, as its own user, is up
+                    if runs_as & set(sandbox._process_uids().values()):
+                        break
+                    time.sleep(0.1)
+            with in_tier(sandbox.USER):
+                report = grade(tmp_path / "second", root=ROOT, task_ids=["0.1"], limits=limits)
+        finally:  # the word, in the first grade's workspace (found by its own file)
+            for work in Path(tempfile.gettempdir()).glob("minitorch-grade-*/work"):
+                mine = work / "module0" / "operators.py"
+                if mine.is_file() and token in mine.read_text(encoding="utf-8"):
+                    (work / token).touch()
         holding.result()
-        flag.unlink()
     found = snooped_in(report)
     assert (found["holding"], found["first"]) == ("0", "-"), report.scores[0].report()

@@ -1,0 +1,258 @@
+"""Stage 5's milestone: a character-level GPT trained on the bundled Shakespeare.
+
+    python -m project.train_gpt                 # nanoGPT's CPU configuration, 2000 steps
+    python -m project.train_gpt --iters 50 --layers 1 --width 32 --block 16   # a smoke run
+
+Trains with AdamW (decay on the matrices only), warmup and a cosine schedule and
+clipping by the global gradient norm, on windows of the training works; every
+``--eval-interval`` steps it prints and logs (``log.csv``) the mean loss of
+``--eval-iters`` fixed batches of the training and the validation works. It writes
+``runs/gpt/``: ``log.csv``, ``model.npz``, ``curves.png`` (train and validation loss,
+with the bigram model's validation loss as a line), ``attention.png`` (one trained
+head's attention over a line of text) and ``samples.txt``.
+
+**The gate**: the final validation loss must be at least ``--gate`` nats (0.5) below
+the validation loss of the bigram model (each character's next-character frequencies
+in the training works, add-one smoothed), computed here on the same split; exit 1
+otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from module0.autodiff import no_grad
+from module1.tensor import Tensor
+from module4.layers import save
+from module4.losses import cross_entropy
+from module5.functional import causal_mask, masked_softmax, split
+from module5.gpt import GPT, GPTConfig
+from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
+from module5.text import CharTokenizer, get_batch
+from project.shakespeare_data import load_works, shakespeare_split
+
+ATTENTION_LINE = "To be, or not to be, that is the question:"
+
+
+@dataclass
+class Run:
+    """What a training run measured."""
+
+    steps: list[int] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    bigram: float = math.nan
+    seconds: float = 0.0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m project.train_gpt", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--iters", type=int, default=2000, help="training steps (2000)")
+    p.add_argument("--batch", type=int, default=12, help="sequences per step (12)")
+    p.add_argument("--block", type=int, default=64, help="context length (64)")
+    p.add_argument("--layers", type=int, default=4, help="transformer blocks (4)")
+    p.add_argument("--heads", type=int, default=4, help="attention heads (4)")
+    p.add_argument("--width", type=int, default=128, help="n_embd (128)")
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout (0)")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (1e-3)")
+    p.add_argument("--min-lr", type=float, default=1e-4, help="final learning rate (1e-4)")
+    p.add_argument("--warmup", type=int, default=100, help="warmup steps (100)")
+    p.add_argument("--weight-decay", type=float, default=0.1, help="AdamW decay (0.1)")
+    p.add_argument("--clip", type=float, default=1.0, help="gradient norm clip (1.0)")
+    p.add_argument("--eval-interval", type=int, default=250, help="steps between evaluations")
+    p.add_argument("--eval-iters", type=int, default=20, help="batches per evaluation (20)")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--gate", type=float, default=0.5, help="nats below the bigram model (0.5)")
+    p.add_argument("--samples", type=int, default=3, help="samples to write (3)")
+    p.add_argument("--sample-len", type=int, default=300, help="characters per sample (300)")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
+    return p
+
+
+def bigram_loss(train: np.ndarray, val: np.ndarray, vocab: int) -> float:
+    """Validation cross-entropy (nats) of next-character frequencies counted on the
+    training tokens, add-one smoothed."""
+    counts = np.ones((vocab, vocab))
+    np.add.at(counts, (train[:-1], train[1:]), 1.0)
+    log_p = np.log(counts / counts.sum(1, keepdims=True))
+    return float(-log_p[val[:-1], val[1:]].mean())
+
+
+def _loss(model: GPT, x: np.ndarray, y: np.ndarray) -> Tensor:
+    logits = model(x)
+    b, t, v = logits.shape
+    return cross_entropy(logits.contiguous().view(b * t, v), y.reshape(-1))
+
+
+def estimate(model: GPT, batches: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The mean loss over fixed batches, in eval mode, without a graph."""
+    was = model.training
+    model.eval()
+    try:
+        with no_grad():
+            return float(np.mean([_loss(model, x, y).item() for x, y in batches]))
+    finally:
+        model.train(was)
+
+
+def attention_map(model: GPT, tokens: np.ndarray, layer: int, head: int) -> np.ndarray:
+    """One head's attention weights ``(T, T)`` over ``tokens`` (the model's own forward
+    up to that layer, then its queries and keys)."""
+    with no_grad():
+        t = len(tokens)
+        idx = tokens[None, :]
+        x = model.wte(idx) + model.wpe(np.arange(t)[None, :])
+        for block in model.blocks[:layer]:
+            x = block(x)
+        attn = model.blocks[layer].attn
+        h = model.blocks[layer].ln_1(x)
+        c = model.config.n_embd
+        qkv = attn.c_attn(h.contiguous().view(t, c))
+        q, k, _ = (attn._heads(part.view(1, t, c), 1, t) for part in split(qkv, c, -1))
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // model.config.n_head))
+        weights = masked_softmax(scores, causal_mask(t))
+        return weights.to_numpy()[0, head]
+
+
+def plot_curves(run: Run, path: Path) -> Path:
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.subplots()
+    ax.plot(run.steps, run.train_loss, label="train")
+    ax.plot(run.steps, run.val_loss, label="validation")
+    ax.axhline(run.bigram, color="grey", linestyle="--", label="bigram (validation)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats per character)")
+    ax.set_title("GPT on Shakespeare")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def plot_attention(weights: np.ndarray, text: str, path: Path, title: str) -> Path:
+    fig = Figure(figsize=(7.5, 7.0))
+    ax = fig.subplots()
+    image = ax.imshow(weights, cmap="viridis", vmin=0.0)
+    labels = [repr(c)[1:-1] for c in text]
+    ax.set_xticks(range(len(text)), labels, fontsize=6)
+    ax.set_yticks(range(len(text)), labels, fontsize=6)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (position)")
+    ax.set_title(title)
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    console = Console(soft_wrap=True)
+    out = args.out / "gpt"
+    out.mkdir(parents=True, exist_ok=True)
+    tok = CharTokenizer("".join(load_works().values()))
+    train_text, val_text = shakespeare_split()
+    train, val = tok.encode(train_text), tok.encode(val_text)
+    config = GPTConfig(
+        tok.vocab_size, args.block, args.layers, args.heads, args.width, args.dropout
+    )
+    model = GPT(config, seed=args.seed)
+    model.to(args.dtype)
+    run = Run(bigram=bigram_loss(train, val, tok.vocab_size))
+    console.print(
+        f"[bold]gpt[/]: {len(train):,} training and {len(val):,} validation characters, "
+        f"vocabulary {tok.vocab_size}, {model.num_parameters():,} parameters, "
+        f"{args.iters} steps of {args.batch} x {args.block} ({args.dtype})"
+    )
+    console.print(f"bigram model: validation loss {run.bigram:.4f}")
+    rng = np.random.default_rng(args.seed)
+    fixed = np.random.default_rng(args.seed + 1)
+    evals = {
+        "train": [get_batch(train, args.batch, args.block, fixed) for _ in range(args.eval_iters)],
+        "val": [get_batch(val, args.batch, args.block, fixed) for _ in range(args.eval_iters)],
+    }
+    optimizer = AdamW(decay_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, 0.99))
+    log_path = out / "log.csv"
+    with log_path.open("w", newline="") as f:
+        csv.writer(f).writerow(["step", "train_loss", "val_loss", "lr", "seconds"])
+    start = time.perf_counter()
+
+    def evaluate(step: int) -> None:
+        run.steps.append(step)
+        run.train_loss.append(estimate(model, evals["train"]))
+        run.val_loss.append(estimate(model, evals["val"]))
+        seconds = time.perf_counter() - start
+        with log_path.open("a", newline="") as f:
+            csv.writer(f).writerow(
+                [step, run.train_loss[-1], run.val_loss[-1], optimizer.lr, seconds]
+            )
+        console.print(
+            f"step {step:5d}  train loss {run.train_loss[-1]:.4f}  val loss "
+            f"{run.val_loss[-1]:.4f}  lr {optimizer.lr:.2e}  {seconds:.1f}s"
+        )
+
+    last = ""
+    with Progress(
+        TextColumn("training"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[loss]}"), TimeRemainingColumn(),
+        console=console, transient=True, disable=not console.is_terminal,
+    ) as progress:  # fmt: skip
+        task = progress.add_task("steps", total=args.iters, loss=last)
+        for step in range(args.iters):
+            if step % args.eval_interval == 0:
+                evaluate(step)
+            optimizer.lr = cosine_lr(step, args.lr, args.warmup, args.iters, args.min_lr)
+            x, y = get_batch(train, args.batch, args.block, rng)
+            loss = _loss(model, x, y)
+            optimizer.zero_grad()
+            loss.backward()
+            clip_grad_norm_(model.parameters(), args.clip)
+            optimizer.step()
+            last = f"loss {loss.item():.4f}"
+            progress.update(task, advance=1, loss=last)
+    evaluate(args.iters)
+    run.seconds = time.perf_counter() - start
+    files = [log_path, save(model, out / "model.npz"), plot_curves(run, out / "curves.png")]
+    line = tok.encode(ATTENTION_LINE)[: args.block]
+    layer, head = config.n_layer - 1, 0
+    files.append(plot_attention(
+        attention_map(model, line, layer, head), ATTENTION_LINE[: len(line)],
+        out / "attention.png", f"layer {layer}, head {head}: attention after training",
+    ))  # fmt: skip
+    prompts = ["ROMEO:\n", "First Citizen:\n", "To be"]
+    samples = []
+    for i in range(args.samples):
+        prompt = prompts[i % len(prompts)]
+        tokens = model.generate(tok.encode(prompt)[None, :], args.sample_len, temperature=0.8,
+                                top_k=20, seed=args.seed + i)  # fmt: skip
+        samples.append(tok.decode(tokens[0]))
+    (out / "samples.txt").write_text("\n\n-----\n\n".join(samples) + "\n", encoding="utf-8")
+    files.append(out / "samples.txt")
+    console.print(f"[bold]sample[/]:\n{samples[0]}" if samples else "")
+    console.print("wrote " + ", ".join(str(p) for p in files))
+    final, below = run.val_loss[-1], run.bigram - run.val_loss[-1]
+    ok = below >= args.gate
+    verdict = "[green]passed[/]" if ok else "[red]failed[/]"
+    console.print(
+        f"gate {verdict}: validation loss {final:.4f}, {below:.4f} nats below the bigram "
+        f"model's {run.bigram:.4f} (needs at least {args.gate}); {run.seconds:.0f} s"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
