@@ -353,6 +353,53 @@ TASKS: tuple[Task, ...] = (
         files=("module4/models.py",),
         functions=("module4.models:DigitCNN.forward", "module4.models:SentenceCNN.forward"),
     ),
+    Task(
+        id="5.1",
+        title="LayerNorm and GELU",
+        points=10,
+        files=("module5/functional.py",),
+        functions=(
+            "module5.functional:LayerNormFun.forward",
+            "module5.functional:LayerNormFun.backward",
+            "module5.functional:GELUFun.forward",
+            "module5.functional:GELUFun.backward",
+        ),
+    ),
+    Task(
+        id="5.2",
+        title="Masked softmax and attention",
+        points=10,
+        files=("module5/functional.py",),
+        functions=(
+            "module5.functional:masked_softmax",
+            "module5.functional:scaled_dot_product_attention",
+        ),
+    ),
+    Task(
+        id="5.3",
+        title="Multi-head attention and the GPT",
+        points=15,
+        files=("module5/gpt.py",),
+        functions=(
+            "module5.gpt:MultiHeadAttention.forward",
+            "module5.gpt:Block.forward",
+            "module5.gpt:GPT.forward",
+        ),
+    ),
+    Task(
+        id="5.4",
+        title="Training tools and text",
+        points=10,
+        files=("module5/optim.py", "module5/text.py"),
+        functions=(
+            "module5.optim:AdamW.step",
+            "module5.optim:clip_grad_norm_",
+            "module5.optim:cosine_lr",
+            "module5.text:CharTokenizer.encode",
+            "module5.text:CharTokenizer.decode",
+            "module5.text:get_batch",
+        ),
+    ),
 )
 
 

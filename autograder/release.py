@@ -79,13 +79,9 @@ REFERENCE_CODE = (
 reference in the released shape has them; a handout does not (a task's answer is the
 student's own)."""
 
-IN_PROGRESS = ("module5/", "tests/module5/")
-"""A stage being built whose tasks are not in the registry yet (stage 5, issue 28): no
-stub marks its solutions, so a handout leaves it out whole until they are."""
-
 REFERENCE_ONLY = (
     ".ci/", ".github/workflows/ci.yml", "tests/autograder/", "tests/test_registry.py",
-    *REFERENCE_CODE, *IN_PROGRESS,
+    *REFERENCE_CODE,
 )  # fmt: skip
 """Files and folders of the reference that a handout leaves out."""
 

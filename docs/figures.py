@@ -6,7 +6,9 @@ One matplotlib script draws every figure the stage READMEs link to:
 - ``broadcasting.png``: a ``(3, 1) + (4,)`` broadcast and the entries one output reads (1);
 - ``packed_matmul.png``: row and column panels, packing and the rank-1 micro-kernel (2);
 - ``conv_unfold.png``: conv1d and conv2d as a product with the unfolded input (4);
-- ``cuda_grid.png``: blocks, threads and the global index ``i`` of a CUDA launch (3).
+- ``cuda_grid.png``: blocks, threads and the global index ``i`` of a CUDA launch (3);
+- ``causal_mask.png``, ``gpt_block.png``, ``kv_cache.png``: the causal mask (with a
+  cache), the shapes through a transformer block, what a KV cache keeps (5).
 
 The figures are diagrams, not data: everything is drawn from fixed coordinates with the
 Agg backend, so a run gives the same files. Regenerate them all with::
@@ -785,12 +787,131 @@ def cuda_grid() -> Path:
     return save(fig, "cuda_grid.png")
 
 
+def causal_mask() -> Path:
+    """Scores of 6 queries over 6 keys with the causal mask, and the same for the last 2
+    queries over a cache of 6 keys: query i sees keys j <= i + S - T."""
+    fig, ax = new_figure(16.0, 8.6)
+    label(ax, 8.0, 8.2, "Causal attention: each query sees its own position and the past",
+          size=13, weight="bold")  # fmt: skip
+
+    def grid(x0: float, y_top: float, t: int, s: int, title: str) -> None:
+        w = 0.78
+        label(ax, x0 + s * w / 2, y_top + 0.75, title, size=11)
+        for j in range(s):
+            label(ax, x0 + (j + 0.5) * w, y_top + 0.3, f"k{j}", size=9, color=MUTED)
+        for i in range(t):
+            pos = i + s - t
+            label(ax, x0 - 0.35, y_top - (i + 0.5) * w, f"q{pos}", size=9, color=MUTED)
+            for j in range(s):
+                seen = j <= i + s - t
+                cell(ax, x0 + j * w, y_top - (i + 1) * w, "" if seen else "0",
+                     w=w, h=w, fc=A_COLOR if seen else IDLE, ec=EDGE,
+                     size=9, color=MUTED)  # fmt: skip
+
+    grid(1.2, 6.9, 6, 6, "T = S = 6: the lower triangle")
+    grid(9.6, 6.9, 2, 6, "a KV cache: T = 2 new queries, S = 6 keys")
+    outline(ax, 9.6 + 4 * 0.78, 6.9 - 0.78, 0.78, 0.78)
+    label(ax, 12.0, 4.6, "q4 (the first new position) sees k0 ... k4,\nnot k5: j <= i + S - T",
+          size=10, color=HIGHLIGHT)  # fmt: skip
+    cell(ax, 9.6, 2.9, "", w=0.6, h=0.45, fc=A_COLOR)
+    label(ax, 10.4, 3.12, "kept: softmax over these", size=10, ha="left")
+    cell(ax, 9.6, 2.2, "0", w=0.6, h=0.45, fc=IDLE, size=9, color=MUTED)
+    label(ax, 10.4, 2.42, "masked: exactly 0 after the softmax", size=10, ha="left")
+    label(ax, 8.0, 0.7, "causal_mask(T, S) = np.tril(ones((T, S)), k = S - T)", size=11,
+          color=MUTED)  # fmt: skip
+    return save(fig, "causal_mask.png")
+
+
+def gpt_block() -> Path:
+    """The shapes through one pre-LayerNorm block, with the heads split and merged."""
+    fig, ax = new_figure(16.0, 10.0)
+    label(ax, 8.0, 9.6, "One transformer block: shapes of x through attention and the MLP",
+          size=13, weight="bold")  # fmt: skip
+    steps = [
+        ("x", "(B, T, C)", STORAGE),
+        ("ln_1", "(B, T, C)", B_COLOR),
+        ("c_attn: Linear(C, 3C)", "(B, T, 3C)", A_COLOR),
+        ("split, view, permute", "3 × (B, H, T, D)", A_COLOR),
+        ("softmax(q kᵀ / √D) v, causal", "(B, H, T, D)", OUT_COLOR),
+        ("permute, view: merge heads", "(B, T, C)", A_COLOR),
+        ("c_proj: Linear(C, C)", "(B, T, C)", A_COLOR),
+    ]
+    y = 8.5
+    for i, (what, shape, fc) in enumerate(steps):
+        cell(ax, 0.6, y - 0.7, what, w=5.2, h=0.7, fc=fc, size=10)
+        label(ax, 6.1, y - 0.35, shape, size=10, ha="left", color=MUTED)
+        if i:
+            arrow(ax, (3.2, y + 0.15), (3.2, y), color=EDGE, head=8, lw=1.2)
+        y -= 1.0
+    label(ax, 3.2, y - 0.05, "x = x + (that)", size=11, weight="bold", color=HIGHLIGHT)
+    mlp = [
+        ("ln_2", "(B, T, C)", B_COLOR),
+        ("c_fc: Linear(C, 4C)", "(B, T, 4C)", A_COLOR),
+        ("GELU", "(B, T, 4C)", OUT_COLOR),
+        ("c_proj: Linear(4C, C)", "(B, T, C)", A_COLOR),
+    ]
+    y = 8.5
+    for i, (what, shape, fc) in enumerate(mlp):
+        cell(ax, 9.2, y - 0.7, what, w=4.4, h=0.7, fc=fc, size=10)
+        label(ax, 13.85, y - 0.35, shape, size=10, ha="left", color=MUTED)
+        if i:
+            arrow(ax, (11.4, y + 0.15), (11.4, y), color=EDGE, head=8, lw=1.2)
+        y -= 1.0
+    label(ax, 11.4, y - 0.05, "x = x + (that)", size=11, weight="bold", color=HIGHLIGHT)
+    arrow(ax, (4.6, 1.45), (9.1, 8.15), color=HIGHLIGHT, rad=0.35, lw=1.6)
+    label(ax, 8.3, 3.3, "then", size=10, color=HIGHLIGHT)
+    label(ax, 11.6, 2.6, "B sequences, T positions, C = n_embd,\nH heads of D = C / H channels",
+          size=10, color=MUTED)  # fmt: skip
+    return save(fig, "gpt_block.png")
+
+
+def kv_cache() -> Path:
+    """Decoding step by step: the cache keeps every earlier key and value; a new token
+    computes its own and attends to all."""
+    fig, ax = new_figure(16.0, 7.2)
+    label(ax, 8.0, 6.8, "Generating with a KV cache: one new position per step",
+          size=13, weight="bold")  # fmt: skip
+    w = 0.9
+    x0 = 2.2
+    for row, (name, y) in enumerate((("values", 4.6), ("keys", 3.4))):
+        label(ax, x0 - 0.3, y + 0.35, name, size=11, ha="right")
+        for j in range(6):
+            new = j == 5
+            cell(ax, x0 + j * w, y, f"{name[0]}{j}", w=w, h=0.7,
+                 fc=OUT_COLOR if new else B_COLOR, size=10)  # fmt: skip
+        if row == 0:
+            bracket(ax, x0, x0 + 5 * w, y + 0.95, color=B_DARK)
+            label(ax, x0 + 2.5 * w, y + 1.35, "cached (steps 0 … 4)", size=10, color=B_DARK)
+    cell(ax, x0 + 5 * w, 1.8, "q5", w=w, h=0.7, fc=OUT_COLOR, size=10)
+    label(ax, x0 + 5.5 * w, 1.35, "the new token's query", size=9, color=OUT_DARK)
+    for j in range(6):
+        arrow(ax, (x0 + 5.5 * w, 2.5), (x0 + (j + 0.5) * w, 3.4), color=MUTED, lw=0.9, head=7)
+    tx = 8.4
+    label(ax, tx, 5.3, "each step:", size=11, ha="left", weight="bold")
+    lines = [
+        "1. run the model on the new token alone (T = 1)",
+        "2. cat its key and value onto the cache (S = 6)",
+        "3. its query attends to all S keys;",
+        "    the weights average the S values",
+        "4. sample the next token from the logits",
+        "work per token: O(S), not a whole forward",
+        "over the context again (O(S²) attention)",
+    ]
+    for i, text in enumerate(lines):
+        label(ax, tx, 4.7 - 0.5 * i, text, size=10, ha="left",
+              color=INK if i < 5 else MUTED)  # fmt: skip
+    return save(fig, "kv_cache.png")
+
+
 FIGURES: Sequence[Callable[[], Path]] = (
     strides_view_permute,
     broadcasting,
     packed_matmul,
     conv_unfold,
     cuda_grid,
+    causal_mask,
+    gpt_block,
+    kv_cache,
 )
 
 

@@ -48,6 +48,7 @@ class LayerNormFun(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Tensor, weight: Tensor, bias: Tensor, eps: float) -> Tensor:
+        # BEGIN SOLUTION 5.1
         n = x.shape[-1]
         centred = x - x.sum(-1, keepdim=True) * (1.0 / n)
         var = (centred * centred).sum(-1, keepdim=True) * (1.0 / n)
@@ -55,9 +56,11 @@ class LayerNormFun(Function):
         xhat = centred * rstd
         ctx.save_for_backward(xhat, rstd, weight)
         return xhat * weight + bias
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        # BEGIN SOLUTION 5.1
         xhat, rstd, weight = ctx.saved_values
         n = d.shape[-1]
         g = d * weight
@@ -67,6 +70,7 @@ class LayerNormFun(Function):
         dweight = _rows(d * xhat).sum(0)
         dbias = _rows(d).sum(0)
         return dx, dweight, dbias
+        # END SOLUTION
 
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
@@ -95,17 +99,21 @@ class GELUFun(Function):
 
     @staticmethod
     def forward(ctx: Context, x: Tensor) -> Tensor:
+        # BEGIN SOLUTION 5.1
         x2 = x * x
         t = ((x + x2 * x * 0.044715) * GELU_C).tanh()
         ctx.save_for_backward(x, x2, t)
         return x * (t + 1.0) * 0.5
+        # END SOLUTION
 
     @staticmethod
     def backward(ctx: Context, d: Tensor) -> Tensor:
+        # BEGIN SOLUTION 5.1
         x, x2, t = ctx.saved_values
         du = (x2 * (3.0 * 0.044715) + 1.0) * GELU_C
         slope = (t + 1.0) * 0.5 + x * (-(t * t) + 1.0) * du * 0.5
         return d * slope
+        # END SOLUTION
 
 
 def gelu(x: Tensor) -> Tensor:
@@ -139,23 +147,26 @@ def masked_softmax(x: Tensor, keep: np.ndarray | None = None) -> Tensor:
     Masked entries are exactly 0; a row with no entry kept is all 0 (never NaN). The
     row's maximum over its kept entries is subtracted first (a constant to autodiff), so
     no exponent is positive."""
+    if keep is not None:
+        keep = np.asarray(keep, dtype=bool)
+        try:
+            np.broadcast_shapes(keep.shape, x.shape)
+        except ValueError:
+            raise ShapeError(
+                f"masked_softmax: mask of shape {keep.shape} does not broadcast to {x.shape}"
+            ) from None
+    # BEGIN SOLUTION 5.2
     if keep is None:
         shift = x.detach().max(-1, keepdim=True)
         e = (x - shift).exp()
         return e / e.sum(-1, keepdim=True)
-    keep = np.asarray(keep, dtype=bool)
-    try:
-        np.broadcast_shapes(keep.shape, x.shape)
-    except ValueError:
-        raise ShapeError(
-            f"masked_softmax: mask of shape {keep.shape} does not broadcast to {x.shape}"
-        ) from None
     on = from_numpy(keep.astype(x.dtype), x.backend)
     off = from_numpy(np.where(keep, 0.0, MASKED).astype(x.dtype), x.backend)
     filled = x * on + off
     e = (filled - filled.detach().max(-1, keepdim=True)).exp() * on
     empty = from_numpy((~keep.any(-1, keepdims=True)).astype(x.dtype), x.backend)
     return e / (e.sum(-1, keepdim=True) + empty)
+    # END SOLUTION
 
 
 def dropout_mask(shape: Sequence[int], p: float, rng: np.random.Generator) -> np.ndarray:
@@ -193,6 +204,9 @@ def scaled_dot_product_attention(
             f"attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: want "
             "(..., T, d), (..., S, d), (..., S, dv) with the same leading dimensions"
         )
+    if dropout > 0.0 and rng is None:
+        raise ValueError("attention: dropout needs an rng")
+    # BEGIN SOLUTION 5.2
     t, s = q.shape[-2], k.shape[-2]
     keep = causal_mask(t, s) if causal else None
     if mask is not None:
@@ -200,13 +214,12 @@ def scaled_dot_product_attention(
         keep = mask if keep is None else (keep & mask)
     scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
     weights = masked_softmax(scores, keep)
-    if dropout > 0.0:
-        if rng is None:
-            raise ValueError("attention: dropout needs an rng")
+    if dropout > 0.0 and rng is not None:
         weights = weights * from_numpy(
             dropout_mask(weights.shape, dropout, rng).astype(q.dtype), q.backend
         )
     return weights @ v
+    # END SOLUTION
 
 
 # -- slicing and joining -------------------------------------------------------------------

@@ -135,6 +135,7 @@ class MultiHeadAttention(Module):
                 f"MultiHeadAttention({self.n_embd}, {self.n_head}): input of shape "
                 f"{x.shape}, want (B, T, {self.n_embd})"
             )
+        # BEGIN SOLUTION 5.3
         b, t, c = x.shape
         q, k, v = (self._heads(part, b, t) for part in split(_tokens(self.c_attn, x), c, -1))
         if cache is not None:
@@ -145,6 +146,7 @@ class MultiHeadAttention(Module):
         y = scaled_dot_product_attention(q, k, v, causal=True, dropout=drop, rng=self.rng)
         y = y.permute(0, 2, 1, 3).contiguous().view(b, t, c)
         return self.resid_drop(_tokens(self.c_proj, y))
+        # END SOLUTION
 
     def __repr__(self) -> str:
         return f"MultiHeadAttention({self.n_embd}, n_head={self.n_head})"
@@ -181,8 +183,10 @@ class Block(Module):
         self.mlp = MLP(n_embd, dropout, n_layer, rng, backend)
 
     def forward(self, x: Tensor, cache: LayerCache | None = None) -> Tensor:
+        # BEGIN SOLUTION 5.3
         x = x + self.attn(self.ln_1(x), cache)
         return x + self.mlp(self.ln_2(x))
+        # END SOLUTION
 
 
 @dataclass(frozen=True)
@@ -270,6 +274,7 @@ class GPT(Module):
     def forward(self, idx: npt.ArrayLike, cache: KVCache | None = None) -> Tensor:
         start = cache.length if cache is not None else 0
         tokens = self._indices(idx, start)
+        # BEGIN SOLUTION 5.3
         b, t = tokens.shape
         positions = np.broadcast_to(np.arange(start, start + t), (b, t))
         x = self.drop(self.wte(tokens) + self.wpe(positions))
@@ -279,6 +284,7 @@ class GPT(Module):
             x = block(x, cache.layers[i] if cache is not None else None)
         x = self.ln_f(x)
         return x @ self.wte.weight.value.transpose(0, 1)
+        # END SOLUTION
 
     def summary(self) -> str:
         """A table of the parameters, by layer, with the total."""

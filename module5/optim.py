@@ -48,6 +48,7 @@ class AdamW(FastAdam):
 
     def step(self) -> None:
         """Decay, then the fused Adam step, for every parameter that has a gradient."""
+        # BEGIN SOLUTION 5.4
         beta1, beta2 = self.betas
         for i, p, param, grad in _prepare(self.parameters, self._checked):
             if self.weight_decays[i]:
@@ -56,6 +57,7 @@ class AdamW(FastAdam):
             v, _ = _state(self.second_moment, i, p, param.size, "second moment")
             self.steps[i] += 1
             adam_update(param, grad, m, v, self.lr, beta1, beta2, self.eps, self.steps[i])
+        # END SOLUTION
 
 
 def decay_groups(model: Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -74,6 +76,7 @@ def decay_groups(model: Module, weight_decay: float) -> list[dict[str, Any]]:
 def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> float:
     """Scale every gradient by ``max_norm / total`` when their global L2 norm ``total``
     is above ``max_norm``, in place; return ``total`` (before clipping)."""
+    # BEGIN SOLUTION 5.4
     grads = [p.value.grad for p in parameters if p.value.grad is not None]
     total = math.sqrt(sum(float(np.square(g.to_numpy(), dtype=np.float64).sum()) for g in grads))
     if total > max_norm > 0:
@@ -85,14 +88,17 @@ def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> float:
             else:
                 g._tensor = (g * scale)._tensor
     return total
+    # END SOLUTION
 
 
 def cosine_lr(step: int, lr: float, warmup: int, total: int, min_lr: float = 0.0) -> float:
     """The learning rate at ``step`` (from 0): linear from ``lr / warmup`` to ``lr`` over
     ``warmup`` steps, then half a cosine down to ``min_lr`` at ``total``, ``min_lr`` after."""
+    # BEGIN SOLUTION 5.4
     if step < warmup:
         return lr * (step + 1) / warmup
     if step >= total:
         return min_lr
     progress = (step - warmup) / max(1, total - warmup)
     return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * progress))
+    # END SOLUTION

@@ -21,13 +21,15 @@ class CharTokenizer:
 
     def encode(self, text: str) -> npt.NDArray[np.int64]:
         """The tokens of ``text``; a character outside the vocabulary is an error."""
-        try:
-            return np.fromiter((self.index[c] for c in text), np.int64, len(text))
-        except KeyError as missing:
+        unknown = set(text) - self.index.keys()
+        if unknown:
             raise ValueError(
-                f"CharTokenizer: {missing.args[0]!r} is not in the vocabulary of "
+                f"CharTokenizer: {min(unknown)!r} is not in the vocabulary of "
                 f"{self.vocab_size} characters"
-            ) from None
+            )
+        # BEGIN SOLUTION 5.4
+        return np.fromiter((self.index[c] for c in text), np.int64, len(text))
+        # END SOLUTION
 
     def decode(self, tokens: npt.ArrayLike) -> str:
         """The text of ``tokens``; a token outside the vocabulary is an error."""
@@ -37,7 +39,9 @@ class CharTokenizer:
             raise ValueError(
                 f"CharTokenizer: token {bad} is outside the vocabulary [0, {self.vocab_size})"
             )
+        # BEGIN SOLUTION 5.4
         return "".join(self.chars[i] for i in ids)
+        # END SOLUTION
 
 
 def get_batch(
@@ -48,8 +52,10 @@ def get_batch(
     ``(batch_size, block_size)``."""
     if len(data) <= block_size:
         raise ValueError(f"get_batch: {len(data)} tokens, need more than block_size {block_size}")
+    # BEGIN SOLUTION 5.4
     starts = rng.integers(0, len(data) - block_size, size=batch_size)
     offsets = np.arange(block_size)
     x = np.asarray(data)[starts[:, None] + offsets]
     y = np.asarray(data)[starts[:, None] + offsets + 1]
     return x.astype(np.int64), y.astype(np.int64)
+    # END SOLUTION

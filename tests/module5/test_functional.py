@@ -67,6 +67,7 @@ shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
 # -- LayerNorm ---------------------------------------------------------------------------
 
 
+@pytest.mark.task5_1
 @pytest.mark.parametrize("dtype", DTYPES)
 @given(shape=shapes, seed=st.integers(0, 2**16))
 @settings(max_examples=30)
@@ -80,6 +81,7 @@ def test_layer_norm_matches_numpy(dtype: type, shape: tuple[int, ...], seed: int
     )
 
 
+@pytest.mark.task5_1
 def test_layer_norm_of_a_non_contiguous_input() -> None:
     rng = np.random.default_rng(1)
     x = rng.normal(size=(5, 3))
@@ -92,6 +94,7 @@ def test_layer_norm_of_a_non_contiguous_input() -> None:
     grad_check(lambda a, c, d: layer_norm(a, c, d), view, t(w), t(b))
 
 
+@pytest.mark.task5_1
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_layer_norm_is_stable_for_a_row_with_a_large_mean(dtype: type) -> None:
     """``E[x^2] - E[x]^2`` would lose every digit here (in float32: the variance 1e-2
@@ -104,6 +107,7 @@ def test_layer_norm_is_stable_for_a_row_with_a_large_mean(dtype: type) -> None:
     assert got.std(-1).min() > 0.99  # unit rows (less the eps's share of a 1e-2 variance)
 
 
+@pytest.mark.task5_1
 @given(seed=st.integers(0, 2**16), shift=st.floats(-50, 50), scale=st.floats(0.5, 20))
 @settings(max_examples=25)
 def test_layer_norm_ignores_a_shift_and_a_scale_of_a_row(
@@ -116,6 +120,7 @@ def test_layer_norm_ignores_a_shift_and_a_scale_of_a_row(
     np.testing.assert_allclose(moved, plain, rtol=1e-8, atol=1e-8)
 
 
+@pytest.mark.task5_1
 @given(shape=shapes, seed=st.integers(0, 2**16))
 @settings(max_examples=15)
 def test_layer_norm_backward_matches_central_differences(shape: tuple[int, ...], seed: int) -> None:
@@ -126,6 +131,7 @@ def test_layer_norm_backward_matches_central_differences(shape: tuple[int, ...],
     grad_check(lambda a, c, d: layer_norm(a, c, d), t(x), t(w), t(b))
 
 
+@pytest.mark.task5_1
 def test_layer_norm_names_the_shapes_it_refuses() -> None:
     with pytest.raises(ShapeError, match=r"\(2, 3\) must end in the size 4"):
         layer_norm(t(np.zeros((2, 3))), t(np.ones(4)), t(np.zeros(4)))
@@ -136,6 +142,7 @@ def test_layer_norm_names_the_shapes_it_refuses() -> None:
 # -- GELU --------------------------------------------------------------------------------
 
 
+@pytest.mark.task5_1
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gelu_matches_numpy(dtype: type) -> None:
     x = np.concatenate([np.linspace(-8, 8, 101), [0.0, -30.0, 30.0]])
@@ -145,6 +152,7 @@ def test_gelu_matches_numpy(dtype: type) -> None:
     assert got[-3] == 0.0 and got[-2] == 0.0 and got[-1] == 30.0
 
 
+@pytest.mark.task5_1
 def test_gelu_backward_matches_central_differences() -> None:
     x = np.random.default_rng(3).normal(scale=2.0, size=(4, 9))
     grad_check(gelu, t(x))
@@ -154,6 +162,7 @@ def test_gelu_backward_matches_central_differences() -> None:
 # -- the masked softmax ------------------------------------------------------------------
 
 
+@pytest.mark.task5_2
 @given(seed=st.integers(0, 2**16), rows=st.integers(1, 4), cols=st.integers(1, 6),
        shift=st.floats(-100, 100))  # fmt: skip
 @settings(max_examples=30)
@@ -171,6 +180,7 @@ def test_softmax_rows_sum_to_one_and_ignore_a_constant(
     assert (p[~keep] == 0.0).all()
 
 
+@pytest.mark.task5_2
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_row_with_every_entry_masked_is_zero_and_never_nan(dtype: type) -> None:
     x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [1e4, -1e4, 0.0]])
@@ -186,6 +196,7 @@ def test_a_row_with_every_entry_masked_is_zero_and_never_nan(dtype: type) -> Non
     assert not np.isnan(grad).any() and (grad[~keep] == 0.0).all()
 
 
+@pytest.mark.task5_2
 def test_masked_softmax_backward_matches_central_differences() -> None:
     rng = np.random.default_rng(4)
     x = rng.normal(size=(3, 5))
@@ -207,6 +218,7 @@ def np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> n
     return np_softmax(scores, np.broadcast_to(keep, scores.shape)) @ v
 
 
+@pytest.mark.task5_2
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_matches_numpy_over_batch_and_head_dimensions(dtype: type, causal: bool) -> None:
@@ -225,6 +237,7 @@ def test_attention_matches_numpy_over_batch_and_head_dimensions(dtype: type, cau
     )
 
 
+@pytest.mark.task5_2
 @given(seed=st.integers(0, 2**16), n=st.integers(2, 7), at=st.integers(0, 5))
 @settings(max_examples=25)
 def test_attention_is_causal(seed: int, n: int, at: int) -> None:
@@ -242,6 +255,7 @@ def test_attention_is_causal(seed: int, n: int, at: int) -> None:
     assert not np.allclose(one[:, at + 1 :], two[:, at + 1 :])
 
 
+@pytest.mark.task5_2
 def test_attention_backward_matches_central_differences() -> None:
     rng = np.random.default_rng(6)
     q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))
@@ -249,6 +263,7 @@ def test_attention_backward_matches_central_differences() -> None:
     grad_check(lambda a, b, c: scaled_dot_product_attention(a, b, c), t(q), t(k), t(v))
 
 
+@pytest.mark.task5_2
 def test_attention_dropout_drops_weights_and_rescales_the_rest() -> None:
     rng = np.random.default_rng(7)
     q, k, v = rng.normal(size=(1, 4, 3)), rng.normal(size=(1, 4, 3)), np.eye(4)[None]
@@ -261,6 +276,7 @@ def test_attention_dropout_drops_weights_and_rescales_the_rest() -> None:
         scaled_dot_product_attention(t(q), t(k), t(v), dropout=0.1)
 
 
+@pytest.mark.task5_2
 def test_attention_names_the_shapes_that_do_not_fit() -> None:
     q, k = t(np.zeros((2, 3, 4))), t(np.zeros((2, 5, 4)))
     with pytest.raises(ShapeError, match=r"q \(2, 3, 4\), k \(2, 5, 4\), v \(2, 4, 4\)"):

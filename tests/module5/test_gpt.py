@@ -22,6 +22,8 @@ from module4.losses import cross_entropy
 from module5.gpt import GPT, Block, GPTConfig, KVCache, MultiHeadAttention
 from module5.optim import AdamW, decay_groups
 
+pytestmark = pytest.mark.task5_3
+
 SMALL = GPTConfig(vocab_size=13, block_size=8, n_layer=2, n_head=2, n_embd=16)
 
 

@@ -15,6 +15,8 @@ from module2.fast_ops import FastTensorBackend as FAST
 from module5.gpt import GPT, GPTConfig
 from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
 
+pytestmark = pytest.mark.task5_4
+
 
 def np_adamw(p, grads, lr, b1, b2, eps, wd):  # type: ignore[no-untyped-def]
     m, v = np.zeros_like(p), np.zeros_like(p)

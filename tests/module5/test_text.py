@@ -14,6 +14,7 @@ from project.shakespeare_data import VALIDATION_WORKS, load_works, shakespeare_s
 ALPHABET = "abc XYZ\n!.'"
 
 
+@pytest.mark.task5_4
 @given(st.text(alphabet=ALPHABET, min_size=1))
 def test_encode_then_decode_is_the_text(text: str) -> None:
     tok = CharTokenizer(ALPHABET)
@@ -22,6 +23,7 @@ def test_encode_then_decode_is_the_text(text: str) -> None:
     assert tok.decode(ids) == text
 
 
+@pytest.mark.task5_4
 def test_tokens_are_the_sorted_characters_and_strangers_are_refused() -> None:
     tok = CharTokenizer("banana")
     assert tok.vocab_size == 3 and list(tok.encode("abn")) == [0, 1, 2]
@@ -31,6 +33,7 @@ def test_tokens_are_the_sorted_characters_and_strangers_are_refused() -> None:
         tok.decode([0, 3])
 
 
+@pytest.mark.task5_4
 def test_a_batch_is_windows_and_their_next_tokens() -> None:
     data = np.arange(100) * 3
     x, y = get_batch(data, 6, 10, np.random.default_rng(0))

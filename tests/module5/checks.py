@@ -1,0 +1,476 @@
+"""Graded checks of stage 5 (see ``autograder/checks.py``): each calls the student's code
+on inputs drawn from ``rng`` and returns what came back; the grader compares that with
+what the reference returns for the same inputs, outside the student's process.
+
+Tensors run on a twin of ``SimpleBackend`` (as stage 4's checks: its kernels compile
+nothing, and a constant made on another backend shows), in float64 and float32, some of
+them non-contiguous. Task 5.3's model runs with stand-ins for task 5.1's and 5.2's
+functions (compositions of stage-1 tensor operations, :class:`_Patched`), so it is graded
+on its own code. Random draws follow the README's contracts (``get_batch`` draws its
+starts with one ``rng.integers`` call), so the answers are deterministic.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from autograder.checks import check, raised
+
+Array = np.ndarray
+DTYPES = (np.float64, np.float32)
+
+
+@functools.cache
+def _simple() -> Any:
+    """A twin of ``SimpleBackend`` (its kernels, another identity)."""
+    from module1.tensor_ops import SimpleOps, TensorBackend
+
+    return TensorBackend(SimpleOps)
+
+
+def _make(values: Array, order: Sequence[int] | None = None, grad: bool = False,
+          dtype: Any = np.float64) -> Any:  # fmt: skip
+    """A tensor of ``values`` whose storage holds them permuted by ``order``."""
+    from module1.tensor import Tensor
+    from module1.tensor_data import TensorData
+
+    values = np.asarray(values, dtype=dtype)
+    order = tuple(order) if order is not None else tuple(range(values.ndim))
+    base = np.ascontiguousarray(np.transpose(values, order))
+    base_strides = [s // values.itemsize for s in base.strides]
+    strides = tuple(int(base_strides[int(k)]) for k in np.argsort(order))
+    data = TensorData(base.reshape(-1).copy(), values.shape, strides)
+    return Tensor(data, backend=_simple(), requires_grad=grad)
+
+
+def _constant(values: Array, dtype: Any = np.float64) -> Any:
+    from module1.tensor import from_numpy
+
+    return from_numpy(np.asarray(values, dtype=dtype), _simple())
+
+
+def _order(rng: np.random.Generator, ndim: int) -> tuple[int, ...]:
+    return tuple(int(i) for i in rng.permutation(ndim))
+
+
+def _grad(t: Any) -> Array | None:
+    return None if t.grad is None else t.grad.to_numpy()
+
+
+class _Patched:
+    """Attributes replaced while a ``with`` block runs, restored after."""
+
+    def __init__(self, changes: Sequence[tuple[Any, str, Any]]) -> None:
+        self.changes = list(changes)
+        self.saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> _Patched:
+        for owner, name, value in self.changes:
+            self.saved.append((owner, name, vars(owner)[name]))
+            setattr(owner, name, value)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, value in reversed(self.saved):
+            setattr(owner, name, value)
+        self.saved.clear()
+
+
+# =========================================================================================
+# Task 5.1: LayerNorm and GELU
+# =========================================================================================
+
+
+def _ln_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
+    cases = []
+    for i in range(8):
+        ndim = int(rng.integers(1, 4))
+        shape = (*(int(s) for s in rng.integers(1, 5, ndim - 1)), int(rng.integers(2, 9)))
+        scale = 1.0 if i % 4 else 0.1
+        mean = 0.0 if i % 4 else float(rng.choice([100.0, 1e4]))  # a large mean every 4th
+        x = mean + scale * rng.normal(size=shape)
+        cases.append({"x": x, "w": rng.normal(size=shape[-1]), "b": rng.normal(size=shape[-1]),
+                      "eps": float(rng.choice([1e-5, 1e-3])), "order": _order(rng, ndim),
+                      "dtype": DTYPES[i % 2]})  # fmt: skip
+    return cases
+
+
+@check("5.1", rtol=2e-5, atol=2e-5)
+def layer_norm(rng: np.random.Generator) -> Any:
+    """Values over any shape, both dtypes, non-contiguous inputs, rows with a large mean."""
+    from module5.functional import layer_norm as fn
+
+    out = []
+    for c in _ln_cases(rng):
+        d = c["dtype"]
+        out.append(raised(lambda c=c, d=d: fn(
+            _make(c["x"], c["order"], dtype=d), _constant(c["w"], d), _constant(c["b"], d), c["eps"]
+        ).to_numpy()))  # fmt: skip
+    return out
+
+
+@check("5.1", "layer_norm.backward", rtol=1e-4, atol=1e-4)
+def layer_norm_backward(rng: np.random.Generator) -> Any:
+    """The gradients of ``sum(layer_norm(x, w, b) * g)`` for ``x``, ``w`` and ``b``."""
+    from module5.functional import layer_norm as fn
+
+    out = []
+    for c in _ln_cases(rng):
+        d = c["dtype"]
+        g = rng.normal(size=c["x"].shape)
+
+        def run(c: dict[str, Any] = c, d: Any = d, g: Array = g) -> Any:
+            x = _make(c["x"], c["order"], grad=True, dtype=d)
+            w, b = _make(c["w"], grad=True, dtype=d), _make(c["b"], grad=True, dtype=d)
+            (fn(x, w, b, c["eps"]) * _constant(g, d)).sum().backward()
+            return [_grad(x), _grad(w), _grad(b)]
+
+        out.append(raised(run))
+    return out
+
+
+def _gelu_inputs(rng: np.random.Generator) -> list[tuple[Array, tuple[int, ...], Any]]:
+    cases = []
+    for i in range(4):
+        shape = tuple(int(s) for s in rng.integers(1, 6, 2))
+        x = rng.normal(scale=float(rng.choice([0.5, 2.0, 6.0])), size=shape)
+        cases.append((x, _order(rng, 2), DTYPES[i % 2]))
+    cases.append((np.array([[0.0, -30.0, 30.0, -3.0]]), (0, 1), np.float64))
+    return cases
+
+
+@check("5.1", rtol=2e-5, atol=1e-6)
+def gelu(rng: np.random.Generator) -> Any:
+    from module5.functional import gelu as fn
+
+    return [raised(lambda x=x, o=o, d=d: fn(_make(x, o, dtype=d)).to_numpy())
+            for x, o, d in _gelu_inputs(rng)]  # fmt: skip
+
+
+@check("5.1", "gelu.backward", rtol=1e-4, atol=1e-5)
+def gelu_backward(rng: np.random.Generator) -> Any:
+    from module5.functional import gelu as fn
+
+    out = []
+    for x, o, d in _gelu_inputs(rng):
+        g = rng.normal(size=x.shape)
+
+        def run(x: Array = x, o: Any = o, d: Any = d, g: Array = g) -> Any:
+            leaf = _make(x, o, grad=True, dtype=d)
+            (fn(leaf) * _constant(g, d)).sum().backward()
+            return _grad(leaf)
+
+        out.append(raised(run))
+    return out
+
+
+# =========================================================================================
+# Task 5.2: masked softmax and attention
+# =========================================================================================
+
+
+def _softmax_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
+    cases = []
+    for i in range(6):
+        rows, cols = int(rng.integers(1, 5)), int(rng.integers(1, 7))
+        keep = rng.random((rows, cols)) < 0.6
+        if i == 0:
+            keep[0] = False  # a row with nothing kept
+        cases.append({"x": rng.normal(scale=float(rng.choice([1.0, 30.0])), size=(rows, cols)),
+                      "keep": None if i == 5 else keep, "dtype": DTYPES[i % 2],
+                      "order": _order(rng, 2)})  # fmt: skip
+    return cases
+
+
+@check("5.2", rtol=2e-5, atol=1e-7)
+def masked_softmax(rng: np.random.Generator) -> Any:
+    """Values (masked entries exactly 0, a row that keeps nothing all 0)."""
+    from module5.functional import masked_softmax as fn
+
+    return [
+        raised(lambda c=c: fn(_make(c["x"], c["order"], dtype=c["dtype"]), c["keep"]).to_numpy())
+        for c in _softmax_cases(rng)
+    ]
+
+
+@check("5.2", "masked_softmax.backward", rtol=1e-4, atol=1e-6)
+def masked_softmax_backward(rng: np.random.Generator) -> Any:
+    from module5.functional import masked_softmax as fn
+
+    out = []
+    for c in _softmax_cases(rng):
+        g = rng.normal(size=c["x"].shape)
+
+        def run(c: dict[str, Any] = c, g: Array = g) -> Any:
+            leaf = _make(c["x"], c["order"], grad=True, dtype=c["dtype"])
+            (fn(leaf, c["keep"]) * _constant(g, c["dtype"])).sum().backward()
+            return _grad(leaf)
+
+        out.append(raised(run))
+    return out
+
+
+def _attention_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
+    cases = []
+    for i in range(6):
+        lead = tuple(int(s) for s in rng.integers(1, 3, int(rng.integers(0, 3))))
+        t = int(rng.integers(1, 5))
+        s = t + int(rng.integers(0, 3))
+        d, dv = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+        mask = (rng.random((t, s)) < 0.8) if i == 4 else None
+        cases.append({"q": rng.normal(size=(*lead, t, d)), "k": rng.normal(size=(*lead, s, d)),
+                      "v": rng.normal(size=(*lead, s, dv)), "causal": bool(i % 2),
+                      "mask": mask, "dtype": DTYPES[(i // 2) % 2]})  # fmt: skip
+    return cases
+
+
+@check("5.2", rtol=5e-5, atol=1e-6)
+def attention(rng: np.random.Generator) -> Any:
+    """Values over batch and head dimensions, causal (with a cache: S > T) or not, with a
+    mask."""
+    from module5.functional import scaled_dot_product_attention as fn
+
+    out = []
+    for c in _attention_cases(rng):
+        d = c["dtype"]
+        out.append(raised(lambda c=c, d=d: fn(
+            _make(c["q"], dtype=d), _make(c["k"], dtype=d), _make(c["v"], dtype=d),
+            causal=c["causal"], mask=c["mask"],
+        ).to_numpy()))  # fmt: skip
+    return out
+
+
+@check("5.2", "attention.backward", rtol=2e-4, atol=1e-5)
+def attention_backward(rng: np.random.Generator) -> Any:
+    from module5.functional import scaled_dot_product_attention as fn
+
+    out = []
+    for c in _attention_cases(rng):
+        d = c["dtype"]
+        g = rng.normal(size=(*c["q"].shape[:-1], c["v"].shape[-1]))
+
+        def run(c: dict[str, Any] = c, d: Any = d, g: Array = g) -> Any:
+            q, k, v = (_make(c[n], grad=True, dtype=d) for n in ("q", "k", "v"))
+            y = fn(q, k, v, causal=c["causal"], mask=c["mask"])
+            (y * _constant(g, d)).sum().backward()
+            return [_grad(q), _grad(k), _grad(v)]
+
+        out.append(raised(run))
+    return out
+
+
+# =========================================================================================
+# Task 5.3: multi-head attention and the GPT (on stand-ins for 5.1 and 5.2)
+# =========================================================================================
+
+
+def _standin_layer_norm(x: Any, w: Any, b: Any, eps: float = 1e-5) -> Any:
+    n = x.shape[-1]
+    centred = x - x.sum(-1, keepdim=True) * (1.0 / n)
+    var = (centred * centred).sum(-1, keepdim=True) * (1.0 / n)
+    return centred * ((var + eps) ** -0.5) * w + b
+
+
+def _standin_gelu(x: Any) -> Any:
+    u = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+    return x * (u.tanh() + 1.0) * 0.5
+
+
+def _standin_attention(q: Any, k: Any, v: Any, causal: bool = False, mask: Any = None,
+                       dropout: float = 0.0, rng: Any = None) -> Any:  # fmt: skip
+    from module1.tensor import from_numpy
+
+    t, s = q.shape[-2], k.shape[-2]
+    keep = np.tril(np.ones((t, s), dtype=bool), k=s - t) if causal else np.ones((t, s), bool)
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    on = from_numpy(keep.astype(q.dtype), q.backend)
+    off = from_numpy(np.where(keep, 0.0, -1e30).astype(q.dtype), q.backend)
+    filled = scores * on + off
+    e = (filled - filled.detach().max(-1, keepdim=True)).exp() * on
+    return (e / e.sum(-1, keepdim=True)) @ v
+
+
+def _standins() -> _Patched:
+    import module5.gpt as gpt
+
+    return _Patched([(gpt, "layer_norm", _standin_layer_norm), (gpt, "gelu", _standin_gelu),
+                     (gpt, "scaled_dot_product_attention", _standin_attention)])  # fmt: skip
+
+
+def _gpt_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
+    cases = []
+    for i in range(3):
+        heads = int(rng.integers(1, 3))
+        config = {"vocab_size": int(rng.integers(3, 9)), "block_size": 6,
+                  "n_layer": int(rng.integers(1, 3)), "n_head": heads,
+                  "n_embd": 4 * heads}  # fmt: skip
+        b, t = int(rng.integers(1, 3)), int(rng.integers(2, 7))
+        cases.append({"config": config, "seed": int(rng.integers(1000)), "dtype": DTYPES[i % 2],
+                      "tokens": rng.integers(0, config["vocab_size"], (b, t))})  # fmt: skip
+    return cases
+
+
+def _model(c: dict[str, Any]) -> Any:
+    from module5.gpt import GPT, GPTConfig
+
+    model = GPT(GPTConfig(**c["config"]), seed=c["seed"], backend=_simple())
+    model.to(c["dtype"])
+    return model
+
+
+@check("5.3", rtol=1e-4, atol=1e-6)
+def gpt_logits(rng: np.random.Generator) -> Any:
+    """The logits of small models (given weights), and a multi-head attention alone."""
+    out = []
+    with _standins():
+        for c in _gpt_cases(rng):
+            out.append(raised(lambda c=c: _model(c)(c["tokens"]).to_numpy()))
+        x = rng.normal(size=(2, 3, 8))
+
+        def mha() -> Any:
+            from module5.gpt import MultiHeadAttention
+
+            layer = MultiHeadAttention(8, 2, rng=np.random.default_rng(4), backend=_simple())
+            return layer(_make(x)).to_numpy()
+
+        out.append(raised(mha))
+    return out
+
+
+@check("5.3", "gpt.backward", rtol=5e-4, atol=1e-6)
+def gpt_backward(rng: np.random.Generator) -> Any:
+    """Gradients of a weighted sum of the logits for every parameter."""
+    out = []
+    with _standins():
+        for c in _gpt_cases(rng):
+            g = rng.normal(size=(*c["tokens"].shape, c["config"]["vocab_size"]))
+
+            def run(c: dict[str, Any] = c, g: Array = g) -> Any:
+                model = _model(c)
+                (model(c["tokens"]) * _constant(g, c["dtype"])).sum().backward()
+                return {name: _grad(p.value) for name, p in model.named_parameters()}
+
+            out.append(raised(run))
+    return out
+
+
+@check("5.3", rtol=1e-4, atol=1e-6)
+def kv_cache(rng: np.random.Generator) -> Any:
+    """Logits decoded a position at a time with a KV cache (the first chunk longer)."""
+    from module5.gpt import KVCache
+
+    out = []
+    with _standins():
+        for c in _gpt_cases(rng):
+
+            def run(c: dict[str, Any] = c) -> Any:
+                model, tokens, cache = _model(c), c["tokens"], KVCache()
+                parts = [model(tokens[:, :2], cache).to_numpy()]
+                for i in range(2, tokens.shape[1]):
+                    parts.append(model(tokens[:, i : i + 1], cache).to_numpy())
+                return [np.concatenate(parts, axis=1), cache.length]
+
+            out.append(raised(run))
+    return out
+
+
+# =========================================================================================
+# Task 5.4: training tools and text
+# =========================================================================================
+
+
+@check("5.4", rtol=1e-5, atol=1e-8)
+def adamw(rng: np.random.Generator) -> Any:
+    """Three steps on two groups (one not decayed), in both dtypes."""
+    from module0.module import Parameter
+    from module1.tensor import from_numpy
+    from module5.optim import AdamW
+
+    out = []
+    for d in DTYPES:
+        starts = [rng.normal(size=(3, 4)), rng.normal(size=5)]
+        grads = [[rng.normal(size=s.shape) for _ in range(3)] for s in starts]
+        lr, wd = float(rng.uniform(0.01, 0.2)), float(rng.uniform(0.0, 0.5))
+
+        def run(d: Any = d, starts: list[Array] = starts, grads: list[list[Array]] = grads,
+                lr: float = lr, wd: float = wd) -> Any:  # fmt: skip
+            params = [Parameter(from_numpy(s.astype(d), _simple(), requires_grad=True))
+                      for s in starts]  # fmt: skip
+            opt = AdamW([{"params": [params[0]]}, {"params": [params[1]], "weight_decay": 0.0}],
+                        lr=lr, betas=(0.85, 0.97), eps=1e-7, weight_decay=wd)  # fmt: skip
+            for step in range(3):
+                for p, g in zip(params, grads, strict=True):
+                    p.value.grad = from_numpy(g[step].astype(d), _simple())
+                opt.step()
+            return [p.value.to_numpy() for p in params]
+
+        out.append(raised(run))
+    return out
+
+
+@check("5.4", rtol=1e-6, atol=1e-9)
+def clip_grad_norm(rng: np.random.Generator) -> Any:
+    """The norm returned and the gradients after, above and below the bar."""
+    from module0.module import Parameter
+    from module1.tensor import from_numpy
+    from module5.optim import clip_grad_norm_
+
+    out = []
+    for max_norm in (0.5, 1e6):
+        gs = [rng.normal(size=(2, 3)), rng.normal(size=4)]
+
+        def run(gs: list[Array] = gs, max_norm: float = max_norm) -> Any:
+            params = [Parameter(from_numpy(np.zeros(g.shape), _simple(), requires_grad=True))
+                      for g in gs]  # fmt: skip
+            for p, g in zip(params, gs, strict=True):
+                p.value.grad = from_numpy(g, _simple())
+            total = clip_grad_norm_(params, max_norm)
+            return [float(total), *(p.value.grad.to_numpy() for p in params)]
+
+        out.append(raised(run))
+    return out
+
+
+@check("5.4", rtol=1e-9, atol=1e-12)
+def cosine_lr(rng: np.random.Generator) -> Any:
+    from module5.optim import cosine_lr as fn
+
+    warmup, total = int(rng.integers(1, 20)), int(rng.integers(30, 200))
+    lr, floor = float(rng.uniform(0.1, 1.0)), float(rng.uniform(0.0, 0.05))
+    steps = [0, warmup - 1, warmup, (warmup + total) // 2, total - 1, total, total + 7]
+    steps += [int(s) for s in rng.integers(0, total + 10, 6)]
+    return [raised(lambda s=s: float(fn(s, lr, warmup, total, floor))) for s in steps]
+
+
+@check("5.4")
+def tokenizer(rng: np.random.Generator) -> Any:
+    """Encode and decode over a random alphabet; an unknown character and token."""
+    from module5.text import CharTokenizer
+
+    alphabet = "".join(rng.choice(list("abcdefgXYZ .,;:!?\n'"), 12, replace=False))
+    text = "".join(rng.choice(list(alphabet), 40))
+    tok = CharTokenizer(alphabet)
+    return [raised(lambda: tok.encode(text).tolist()),
+            raised(lambda: tok.decode(tok.encode(text))),
+            raised(lambda: tok.decode(rng.integers(0, tok.vocab_size, 25)) ),
+            raised(lambda: tok.encode(text + "@")),
+            raised(lambda: tok.decode([0, tok.vocab_size]))]  # fmt: skip
+
+
+@check("5.4")
+def get_batch(rng: np.random.Generator) -> Any:
+    """Windows drawn with one ``rng.integers`` call (the README's contract)."""
+    from module5.text import get_batch as fn
+
+    data = rng.integers(0, 50, int(rng.integers(20, 60)))
+    out = []
+    for batch, block in ((4, 5), (1, 3), (3, 8)):
+        seed = int(rng.integers(2**31))
+        out.append(raised(lambda b=batch, k=block, s=seed: [
+            a.tolist() for a in fn(data, b, k, np.random.default_rng(s))]))  # fmt: skip
+    return out
