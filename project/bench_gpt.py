@@ -1,0 +1,307 @@
+"""Benchmark stage 5's GPT against the same model in PyTorch.
+
+    python -m project.bench_gpt [--quick] [--markdown]     # step times and generation
+    python -m project.bench_gpt --train [--iters 2000]      # both train; validation losses
+
+The model is the milestone's (``project/train_gpt.py``): character-level on the bundled
+Shakespeare, pre-LayerNorm blocks, GELU (tanh form), a head tied to the token table,
+AdamW (decay 0.1 on the linear layers' matrices, betas 0.9 / 0.99), clipping at 1.0.
+PyTorch runs the same architecture written with ``torch.nn`` (attention by
+``F.scaled_dot_product_attention``, as a PyTorch user writes it), on the CPU with as many
+threads as there are cores. Each library runs in its own child process.
+
+* **Steps**: the median time of one training step (forward, backward, clipping, AdamW)
+  over ``--steps`` steps after two untimed ones, in float32 and float64, for the
+  milestone configuration (4 layers, 4 heads, width 128, context 64, batch 12) and,
+  without ``--quick``, a larger one (6 layers, 6 heads, width 384, context 256, batch 16).
+* **Generation**: tokens per second for 500 new tokens from a one-character prompt:
+  ours with its KV cache, PyTorch's cache-free loop (the whole context each step).
+* ``--train``: both libraries train the milestone configuration for ``--iters`` steps
+  with the same schedule and the same batches (``get_batch`` with one seed), and report
+  the final validation loss on the same fixed batches: the milestone asks for ours
+  within 0.05 nats of PyTorch's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+MILESTONE = {"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64, "batch": 12}
+LARGE = {"n_layer": 6, "n_head": 6, "n_embd": 384, "block_size": 256, "batch": 16}
+NEW_TOKENS = 500
+SEED = 1337
+
+
+def _data() -> tuple[Any, np.ndarray, np.ndarray]:
+    from module5.text import CharTokenizer
+    from project.shakespeare_data import load_works, shakespeare_split
+
+    tok = CharTokenizer("".join(load_works().values()))
+    train, val = shakespeare_split()
+    return tok, tok.encode(train), tok.encode(val)
+
+
+# -- this framework -----------------------------------------------------------------------
+
+
+class Ours:
+    def __init__(self, config: dict[str, Any], vocab: int, dtype: str) -> None:
+        from module5.gpt import GPT, GPTConfig
+        from module5.optim import AdamW, decay_groups
+
+        c = {k: v for k, v in config.items() if k != "batch"}
+        self.model = GPT(GPTConfig(vocab_size=vocab, **c), seed=SEED)
+        self.model.to(dtype)
+        self.opt = AdamW(decay_groups(self.model, 0.1), lr=1e-3, betas=(0.9, 0.99))
+
+    def loss(self, x: np.ndarray, y: np.ndarray) -> Any:
+        from module4.losses import cross_entropy
+
+        logits = self.model(x)
+        b, t, v = logits.shape
+        return cross_entropy(logits.contiguous().view(b * t, v), y.reshape(-1))
+
+    def step(self, x: np.ndarray, y: np.ndarray, lr: float) -> float:
+        from module5.optim import clip_grad_norm_
+
+        self.opt.lr = lr
+        loss = self.loss(x, y)
+        self.opt.zero_grad()
+        loss.backward()
+        clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        return float(loss.item())
+
+    def evaluate(self, batches: list[tuple[np.ndarray, np.ndarray]]) -> float:
+        from module0.autodiff import no_grad
+
+        self.model.eval()
+        with no_grad():
+            value = float(np.mean([self.loss(x, y).item() for x, y in batches]))
+        self.model.train()
+        return value
+
+    def generate(self, n: int) -> None:
+        self.model.generate(np.zeros((1, 1), np.int64), n, seed=0)
+
+
+# -- PyTorch -------------------------------------------------------------------------------
+
+
+class Theirs:
+    def __init__(self, config: dict[str, Any], vocab: int, dtype: str) -> None:
+        import torch
+        from torch import nn
+        from torch.nn import functional as F
+
+        torch.set_num_threads(os.cpu_count() or 1)
+        torch.manual_seed(SEED)
+        self.torch, self.F = torch, F
+        c, h, size = config["n_embd"], config["n_head"], config["block_size"]
+        layers = config["n_layer"]
+
+        class Block(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.ln_1, self.ln_2 = nn.LayerNorm(c), nn.LayerNorm(c)
+                self.c_attn, self.c_proj = nn.Linear(c, 3 * c), nn.Linear(c, c)
+                self.c_fc, self.mlp_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+
+            def forward(self, x: Any) -> Any:
+                b, t, _ = x.shape
+                q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
+                q, k, v = (z.view(b, t, h, c // h).transpose(1, 2) for z in (q, k, v))
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                x = x + self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+                return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+        class Model(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.wte, self.wpe = nn.Embedding(vocab, c), nn.Embedding(size, c)
+                self.blocks = nn.ModuleList(Block() for _ in range(layers))
+                self.ln_f = nn.LayerNorm(c)
+                for name, p in self.named_parameters():
+                    if name.endswith("weight") and p.dim() == 2:
+                        std = 0.02 / math.sqrt(2 * layers) if "proj" in name else 0.02
+                        nn.init.normal_(p, 0.0, std)
+                    elif name.endswith("bias"):
+                        nn.init.zeros_(p)
+
+            def forward(self, idx: Any) -> Any:
+                t = idx.shape[1]
+                x = self.wte(idx) + self.wpe(torch.arange(t))
+                for block in self.blocks:
+                    x = block(x)
+                return self.ln_f(x) @ self.wte.weight.T
+
+        self.model = Model().to(getattr(torch, dtype))
+        decay = [p for n, p in self.model.named_parameters()
+                 if p.dim() == 2 and not n.startswith(("wte", "wpe"))]  # fmt: skip
+        keep = [p for n, p in self.model.named_parameters()
+                if not (p.dim() == 2 and not n.startswith(("wte", "wpe")))]  # fmt: skip
+        self.opt = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": 0.1}, {"params": keep, "weight_decay": 0.0}],
+            lr=1e-3, betas=(0.9, 0.99),
+        )  # fmt: skip
+        self.size = size
+
+    def loss(self, x: np.ndarray, y: np.ndarray) -> Any:
+        logits = self.model(self.torch.from_numpy(x))
+        return self.F.cross_entropy(
+            logits.view(-1, logits.shape[-1]), self.torch.from_numpy(y).view(-1)
+        )
+
+    def step(self, x: np.ndarray, y: np.ndarray, lr: float) -> float:
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        loss = self.loss(x, y)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        return float(loss.item())
+
+    def evaluate(self, batches: list[tuple[np.ndarray, np.ndarray]]) -> float:
+        self.model.eval()
+        with self.torch.no_grad():
+            value = float(np.mean([self.loss(x, y).item() for x, y in batches]))
+        self.model.train()
+        return value
+
+    def generate(self, n: int) -> None:
+        torch = self.torch
+        idx = torch.zeros((1, 1), dtype=torch.long)
+        gen = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for _ in range(n):
+                logits = self.model(idx[:, -self.size :])[:, -1, :]
+                nxt = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)
+                idx = torch.cat([idx, nxt], dim=1)
+
+
+# -- workers --------------------------------------------------------------------------------
+
+
+def worker(library: str, mode: str, config_name: str, dtype: str, steps: int, iters: int) -> Any:
+    from module5.optim import cosine_lr
+    from module5.text import get_batch
+
+    config = MILESTONE if config_name == "milestone" else LARGE
+    tok, train, val = _data()
+    lib = (Ours if library == "minitorch" else Theirs)(config, tok.vocab_size, dtype)
+    rng = np.random.default_rng(SEED)
+    size, batch = config["block_size"], config["batch"]
+    if mode == "step":
+        times = []
+        for i in range(steps + 2):
+            x, y = get_batch(train, batch, size, rng)
+            start = time.perf_counter()
+            lib.step(x, y, 1e-3)
+            if i >= 2:
+                times.append(time.perf_counter() - start)
+        return {"median": statistics.median(times)}
+    if mode == "generate":
+        lib.generate(5)
+        start = time.perf_counter()
+        lib.generate(NEW_TOKENS)
+        return {"tokens_per_s": NEW_TOKENS / (time.perf_counter() - start)}
+    fixed = np.random.default_rng(SEED + 1)
+    evals = [get_batch(val, batch, size, fixed) for _ in range(20)]
+    start = time.perf_counter()
+    for step in range(iters):
+        x, y = get_batch(train, batch, size, rng)
+        lib.step(x, y, cosine_lr(step, 1e-3, 100, iters, 1e-4))
+    return {"val_loss": lib.evaluate(evals), "seconds": time.perf_counter() - start}
+
+
+def run_worker(args: list[str]) -> Any:
+    cmd = [sys.executable, "-m", "project.bench_gpt", "--worker", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT="):
+            return json.loads(line.removeprefix("RESULT="))
+    sys.stderr.write(f"worker {' '.join(args)} failed:\n{proc.stderr[-2000:]}\n")
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m project.bench_gpt", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--quick", action="store_true", help="the milestone configuration only")
+    ap.add_argument("--steps", type=int, default=10, help="timed steps per figure (10)")
+    ap.add_argument("--train", action="store_true", help="train both; compare validation loss")
+    ap.add_argument("--iters", type=int, default=2000, help="training steps of --train (2000)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="also write the tables into docs/benchmarks.md")  # fmt: skip
+    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    ns = ap.parse_args(argv)
+    if ns.worker:
+        library, mode, config_name, dtype = ns.worker
+        result = worker(library, mode, config_name, dtype, ns.steps, ns.iters)
+        print("RESULT=" + json.dumps(result))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    from project.bench_page import Report
+
+    console = Console()
+    report = Report("bench_gpt", console, argv)
+    have_torch = (
+        subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
+    )
+    libraries = ["minitorch", *(["torch"] if have_torch else [])]
+    steps = ["--steps", str(ns.steps), "--iters", str(ns.iters)]
+    if ns.train:
+        table = Table("library", "steps", "validation loss", "seconds")
+        losses = {}
+        for library in libraries:
+            res = run_worker([library, "train", "milestone", "float32", *steps])
+            if res:
+                losses[library] = res["val_loss"]
+                table.add_row(library, str(ns.iters), f"{res['val_loss']:.4f}",
+                              f"{res['seconds']:.0f}")  # fmt: skip
+        report.show(table)
+        if len(losses) == 2:
+            report.note(f"ours - PyTorch: {losses['minitorch'] - losses['torch']:+.4f} nats "
+                        "(the goal: within 0.05)")  # fmt: skip
+    else:
+        table = Table("configuration", "dtype", "ours ms / step", "PyTorch ms / step",
+                      "ours ÷ PyTorch")  # fmt: skip
+        configs = ["milestone"] if ns.quick else ["milestone", "large"]
+        for config in configs:
+            for dtype in ("float32", "float64"):
+                res = {lib: run_worker([lib, "step", config, dtype, *steps]) for lib in libraries}
+                ours, theirs = res.get("minitorch"), res.get("torch")
+                table.add_row(config, dtype, f"{ours['median'] * 1e3:.1f}" if ours else "-",
+                              f"{theirs['median'] * 1e3:.1f}" if theirs else "-",
+                              f"{ours['median'] / theirs['median']:.2f}x" if ours and theirs
+                              else "-")  # fmt: skip
+        report.show(table)
+        gen = Table("library", f"tokens / s ({NEW_TOKENS} new tokens)", "how")
+        for library in libraries:
+            res = run_worker([library, "generate", "milestone", "float32", *steps])
+            how = "KV cache" if library == "minitorch" else "no cache (whole context each step)"
+            gen.add_row(library, f"{res['tokens_per_s']:.0f}" if res else "-", how)
+        report.show(gen)
+    if not have_torch:
+        report.note("PyTorch is not installed: `pip install torch==2.13.0` for the comparison.")
+    if ns.markdown:
+        report.write()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
