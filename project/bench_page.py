@@ -29,11 +29,12 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 ANCHOR = "<!-- new measured sections go above this line -->"
 
 
-def cpu_name() -> str:
-    """The CPU's model name and vector extensions (Linux: ``/proc/cpuinfo``)."""
+def _cpuinfo(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, set[str]]:
+    """The first CPU's model name and flags (Linux); the platform's name and no flags
+    elsewhere."""
     name, flags = platform.processor() or platform.machine(), set()
     try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+        for line in cpuinfo.read_text(encoding="utf-8").splitlines():
             key, _, value = line.partition(":")
             if key.strip() == "model name":
                 name = value.strip()
@@ -43,6 +44,18 @@ def cpu_name() -> str:
                 break
     except OSError:
         pass
+    return name, flags
+
+
+def has_avx512(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool | None:
+    """Whether the CPU has AVX-512 (``avx512f``); None where its flags cannot be read."""
+    _, flags = _cpuinfo(cpuinfo)
+    return ("avx512f" in flags) if flags else None
+
+
+def cpu_name() -> str:
+    """The CPU's model name and vector extensions (Linux: ``/proc/cpuinfo``)."""
+    name, flags = _cpuinfo()
     vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
     return name + (f", {vectors}" if vectors else "")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from project.bench_page import ANCHOR, Report, markdown_table
+from project.bench_page import ANCHOR, Report, has_avx512, markdown_table
 
 
 def _table(value: str) -> Table:
@@ -43,3 +43,14 @@ def test_a_command_replaces_its_own_section_and_a_new_one_goes_above_the_anchor(
     assert text.index("2.00") < text.index("3.00") < text.index(ANCHOR) < text.index("kept")
     assert "### `python -m project.bench_fast --quick`" in text  # --markdown left out
     assert "Measured 20" in text and " cores; Python " in text  # dated, with the machine
+
+
+def test_avx512_is_read_from_the_cpus_flags(tmp_path: Path) -> None:
+    """bench_fast leaves out its SkylakeX column where this is False (an AVX2 machine:
+    OpenBLAS's AVX-512 kernels would die of an illegal instruction there)."""
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor : 0\nmodel name : AMD EPYC\nflags : fpu sse2 avx avx2 fma\n")
+    assert has_avx512(info) is False
+    info.write_text("processor : 0\nmodel name : Intel Xeon\nflags : avx2 avx512f avx512bw\n")
+    assert has_avx512(info) is True
+    assert has_avx512(tmp_path / "missing") is None
