@@ -22,6 +22,7 @@ from module5.functional import (
     split,
 )
 from module5.gpt import GELU, GPT, Block, GPTConfig, KVCache, LayerNorm, MultiHeadAttention
+from module5.losses import lm_cross_entropy
 from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
 from module5.text import CharTokenizer, get_batch
 
@@ -45,6 +46,7 @@ __all__ = [
     "get_batch",
     "gpt",
     "layer_norm",
+    "lm_cross_entropy",
     "masked_softmax",
     "narrow",
     "functional",

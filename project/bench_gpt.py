@@ -66,11 +66,11 @@ class Ours:
         self.opt = AdamW(decay_groups(self.model, 0.1), lr=1e-3, betas=(0.9, 0.99))
 
     def loss(self, x: np.ndarray, y: np.ndarray) -> Any:
-        from module4.losses import cross_entropy
+        from module5.losses import lm_cross_entropy
 
         logits = self.model(x)
         b, t, v = logits.shape
-        return cross_entropy(logits.contiguous().view(b * t, v), y.reshape(-1))
+        return lm_cross_entropy(logits.contiguous().view(b * t, v), y.reshape(-1))
 
     def step(self, x: np.ndarray, y: np.ndarray, lr: float) -> float:
         from module5.optim import clip_grad_norm_

@@ -35,9 +35,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from module0.autodiff import no_grad
 from module1.tensor import Tensor
 from module4.layers import save
-from module4.losses import cross_entropy
 from module5.functional import causal_mask, masked_softmax, split
 from module5.gpt import GPT, GPTConfig
+from module5.losses import lm_cross_entropy
 from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
 from module5.text import CharTokenizer, get_batch
 from project.shakespeare_data import load_works, shakespeare_split
@@ -95,7 +95,7 @@ def bigram_loss(train: np.ndarray, val: np.ndarray, vocab: int) -> float:
 def _loss(model: GPT, x: np.ndarray, y: np.ndarray) -> Tensor:
     logits = model(x)
     b, t, v = logits.shape
-    return cross_entropy(logits.contiguous().view(b * t, v), y.reshape(-1))
+    return lm_cross_entropy(logits.contiguous().view(b * t, v), y.reshape(-1))
 
 
 def estimate(model: GPT, batches: list[tuple[np.ndarray, np.ndarray]]) -> float:
