@@ -139,13 +139,9 @@ def torch_worker(
 
 
 def run_worker(args: list[str]) -> Any:
-    cmd = [sys.executable, "-m", "project.bench_cnn", "--worker", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT="):
-            return json.loads(line.removeprefix("RESULT="))
-    sys.stderr.write(f"worker {' '.join(args)} failed:\n{proc.stderr[-2000:]}\n")
-    return None
+    from project.bench_page import run_worker as run
+
+    return run("project.bench_cnn", args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -227,13 +227,9 @@ def worker(library: str, mode: str, config_name: str, dtype: str, steps: int, it
 
 
 def run_worker(args: list[str]) -> Any:
-    cmd = [sys.executable, "-m", "project.bench_gpt", "--worker", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT="):
-            return json.loads(line.removeprefix("RESULT="))
-    sys.stderr.write(f"worker {' '.join(args)} failed:\n{proc.stderr[-2000:]}\n")
-    return None
+    from project.bench_page import run_worker as run
+
+    return run("project.bench_gpt", args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,13 +14,16 @@ here; the page's other sections (notes, history) are kept as they are.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import re
 import shlex
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -58,6 +61,19 @@ def cpu_name() -> str:
     name, flags = _cpuinfo()
     vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
     return name + (f", {vectors}" if vectors else "")
+
+
+def run_worker(module: str, args: list[str]) -> Any:
+    """Run ``python -m MODULE --worker ARGS`` in a child process (a library per process,
+    so thread pools never compete) and return the JSON of its ``RESULT=`` line, or None
+    (with the child's stderr) when it gave none."""
+    proc = subprocess.run([sys.executable, "-m", module, "--worker", *args],
+                          capture_output=True, text=True)  # fmt: skip
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT="):
+            return json.loads(line.removeprefix("RESULT="))
+    sys.stderr.write(f"worker {' '.join(args)} failed:\n{proc.stderr[-2000:]}\n")
+    return None
 
 
 def machine() -> str:

@@ -5,14 +5,13 @@ what the reference returns for the same inputs, outside the student's process.
 Tensors run on a twin of ``SimpleBackend`` (as stage 4's checks: its kernels compile
 nothing, and a constant made on another backend shows), in float64 and float32, some of
 them non-contiguous. Task 5.3's model runs with stand-ins for task 5.1's and 5.2's
-functions (compositions of stage-1 tensor operations, :class:`_Patched`), so it is graded
+functions (compositions of stage-1 tensor operations, stage 4's ``_Patched``), so it is graded
 on its own code. Random draws follow the README's contracts (``get_batch`` draws its
 starts with one ``rng.integers`` call), so the answers are deterministic.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -25,27 +24,20 @@ Array = np.ndarray
 DTYPES = (np.float64, np.float32)
 
 
-@functools.cache
 def _simple() -> Any:
-    """A twin of ``SimpleBackend`` (its kernels, another identity)."""
-    from module1.tensor_ops import SimpleOps, TensorBackend
+    """Stage 4's twin of ``SimpleBackend`` (its kernels, another identity)."""
+    from tests.module4.checks import _simple as simple
 
-    return TensorBackend(SimpleOps)
+    return simple()
 
 
 def _make(values: Array, order: Sequence[int] | None = None, grad: bool = False,
           dtype: Any = np.float64) -> Any:  # fmt: skip
-    """A tensor of ``values`` whose storage holds them permuted by ``order``."""
-    from module1.tensor import Tensor
-    from module1.tensor_data import TensorData
+    """A tensor of ``values`` on :func:`_simple` whose storage holds them permuted by
+    ``order`` (stage 4's helper)."""
+    from tests.module4.checks import _make as make
 
-    values = np.asarray(values, dtype=dtype)
-    order = tuple(order) if order is not None else tuple(range(values.ndim))
-    base = np.ascontiguousarray(np.transpose(values, order))
-    base_strides = [s // values.itemsize for s in base.strides]
-    strides = tuple(int(base_strides[int(k)]) for k in np.argsort(order))
-    data = TensorData(base.reshape(-1).copy(), values.shape, strides)
-    return Tensor(data, backend=_simple(), requires_grad=grad)
+    return make(values, _simple(), order, grad, dtype)
 
 
 def _constant(values: Array, dtype: Any = np.float64) -> Any:
@@ -60,25 +52,6 @@ def _order(rng: np.random.Generator, ndim: int) -> tuple[int, ...]:
 
 def _grad(t: Any) -> Array | None:
     return None if t.grad is None else t.grad.to_numpy()
-
-
-class _Patched:
-    """Attributes replaced while a ``with`` block runs, restored after."""
-
-    def __init__(self, changes: Sequence[tuple[Any, str, Any]]) -> None:
-        self.changes = list(changes)
-        self.saved: list[tuple[Any, str, Any]] = []
-
-    def __enter__(self) -> _Patched:
-        for owner, name, value in self.changes:
-            self.saved.append((owner, name, vars(owner)[name]))
-            setattr(owner, name, value)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for owner, name, value in reversed(self.saved):
-            setattr(owner, name, value)
-        self.saved.clear()
 
 
 # =========================================================================================
@@ -295,8 +268,10 @@ def _standin_attention(q: Any, k: Any, v: Any, causal: bool = False, mask: Any =
     return (e / e.sum(-1, keepdim=True)) @ v
 
 
-def _standins() -> _Patched:
+def _standins() -> Any:
+    """Stage 4's ``_Patched``: the stand-ins in ``module5.gpt`` while a check runs."""
     import module5.gpt as gpt
+    from tests.module4.checks import _Patched
 
     return _Patched([(gpt, "layer_norm", _standin_layer_norm), (gpt, "gelu", _standin_gelu),
                      (gpt, "scaled_dot_product_attention", _standin_attention)])  # fmt: skip
