@@ -73,6 +73,7 @@ class ReleaseReport:
 
 REFERENCE_CODE = (
     "module2/fast_paths.py", "module2/vector_math.py", "tests/module2/test_fast_paths.py",
+    "tests/module2/test_gemm_tiles.py",
     "module4/conv_paths.py",
 )  # fmt: skip
 """The reference's optional fast paths (and their tests): its solutions use them, so the

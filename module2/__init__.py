@@ -11,6 +11,7 @@ from module2 import tuning
 
 tuning.vectorize_straight_line_code()  # before any kernel compiles: see module2/tuning.py
 tuning.optimise_at_level_2()
+tuning.prefer_full_width_vectors()
 tuning.keep_freed_memory()
 
 from module2.fast_ops import FastOps, FastTensorBackend  # noqa: E402

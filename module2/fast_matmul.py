@@ -34,29 +34,42 @@ from llvmlite import ir  # noqa: E402
 from numba.core import cgutils, types  # noqa: E402
 from numba.extending import intrinsic, overload  # noqa: E402
 
+from module2 import tuning  # noqa: E402
+
 # The reference's gemm is laid out as BLAS libraries are (the README's "Task 2.3"):
 # both operands packed into micro-panels, then blocks of the output in parallel, each
-# computed by a micro-kernel that keeps an 8-row tile of the output in registers
-# across the whole depth of a panel and adds one outer product per step of k.
-TILE_ROWS = 8
-"""Rows of the rank-1 micro-kernel's tile, 8 values of ``a`` broadcast per step of
-``k``. Eight rather than six: no edge panels when ``m`` is a multiple of 8, and 10
-loads per 16 vector multiply-adds instead of 8 per 12 (measured at 256 / 512 / 1024
-against 6 x 16, float64, in one process, alternating: +9%, +2%, +3%)."""
-TILE_BYTES = 128
-"""Bytes in a row of the tile: two AVX-512 vectors, so 16 float64 or 32 float32
-columns (:func:`tile_cols`), 16 vector registers of running sums of the 32 either way.
-With 16 float32 columns (one vector a row) the kernel made 193 GFLOP/s on one core
-where 8 x 32 makes 244 (Zen 5): a broadcast load for each multiply-add."""
+# computed by a micro-kernel that keeps a tile of the output in registers across the
+# whole depth of a panel and adds one outer product per step of k. The tile's shape
+# follows the vector registers of the CPU the kernels are compiled for (BLIS chooses
+# its micro-kernel per CPU the same way), found when this module is imported.
+VECTOR_BYTES = tuning.vector_bytes()
+"""Bytes in a vector register: 64 with AVX-512, 32 with AVX2 and FMA, 16 otherwise."""
+TILE_ROWS, TILE_VECTORS = (8, 2) if tuning.vector_registers() == 32 else (3, 4)
+"""The tile: ``TILE_ROWS`` rows of ``TILE_VECTORS`` vectors of running sums, plus the
+vectors of one row of ``b`` and one broadcast value of ``a`` in registers at once.
+
+* 32 registers (AVX-512): 8 x 2 vectors, 16 sums; 8 float64 x 16, 8 float32 x 32.
+  Eight rows rather than six: no edge panels when ``m`` is a multiple of 8, and 10
+  loads per 16 vector multiply-adds instead of 8 per 12 (measured at 256 / 512 / 1024
+  against 6 x 16, float64, in one process, alternating: +9%, +2%, +3%).
+* 16 registers (AVX2): 3 x 4 vectors, 12 sums; 3 float64 x 16, 3 float32 x 32. BLIS's
+  Haswell kernel is 6 x 2 vectors, but LLVM schedules all six broadcasts of ``a``
+  before the multiply-adds and spills sums to the stack; 3 x 4 it keeps in registers.
+  Compiled for Haswell on a Xeon, the kernel alone on one core (panels in L1, best
+  of 7 alternating rounds): 36.4 GFLOP/s float64 and 71.5 float32, the CPU's peak at its
+  2.3 GHz base clock (4 x 2 flops x 2 units per cycle); 6 x 8 made 23.2 and 44.2."""
+TILE_BYTES = TILE_VECTORS * VECTOR_BYTES
+"""Bytes in a row of the tile (128 with AVX-512 or AVX2): :func:`tile_cols` values."""
 DEPTH = 256
 """Depth of a packed micro-panel (``KC`` in BLIS): a 256-deep panel of ``b`` is 32 KiB
 (256 x 16 float64, or 256 x 32 float32)."""
 BLOCK_ROWS, BLOCK_PANELS = 64, 8
-"""One parallel task: 64 rows (8 panels of ``a``, 128 KiB in float64: they stay in L2)
-by 8 panels of ``b`` (128 columns in float64, 256 in float32) of the output. Small
-enough that a float64 256 x 256 product makes 8 tasks, so two threads share them evenly
-(at 96 x 256 it made 3, and one thread did two: 60 against 77 GFLOP/s); larger blocks
-measured no faster at 1024, nor 4 panels instead of 8 in float32."""
+"""One parallel task: about 64 rows (``BLOCK_ROWS // TILE_ROWS`` panels of ``a``, 128
+KiB in float64: they stay in L2) by 8 panels of ``b`` (128 columns in float64, 256 in
+float32) of the output. Small enough that a float64 256 x 256 product makes 8 tasks, so
+two threads share them evenly (at 96 x 256 it made 3, and one thread did two: 60
+against 77 GFLOP/s); larger blocks measured no faster at 1024, nor 4 panels instead of
+8 in float32."""
 SERIAL_MAX = 1 << 20
 """Products of fewer multiply-adds run on the calling thread: waking the thread pool
 twice cost more than the second core saved."""
@@ -144,7 +157,8 @@ def _generate(cols: int) -> Any:
 
 
 _KERNELS = {8: _generate(TILE_BYTES // 8), 4: _generate(TILE_BYTES // 4)}
-"""The generated kernels by item size: 8 x 16 for float64, 8 x 32 for float32."""
+"""The generated kernels by item size (:data:`TILE_ROWS` x :func:`tile_cols`): with
+AVX-512, 8 x 16 for float64 and 8 x 32 for float32."""
 
 
 @njit(inline="always")
@@ -189,13 +203,13 @@ def pack_a(
     a: Storage, a_base: int, a_row: int, a_col: int, m: int, k: int,
 ) -> None:  # fmt: skip
     """``a_pack[block, panel][p, r] = a[panel * TILE_ROWS + r, block * DEPTH + p]``;
-    the rows past ``m`` are zeros. One row of the panel per step of ``k``, its 8 values
-    unrolled (8 reads, one contiguous write): on two threads at 1024 as fast as walking
+    the rows past ``m`` are zeros. One row of the panel per step of ``k``, its values
+    unrolled (a read per row, one contiguous write): on two threads at 1024 as fast as walking
     ``a``'s unit stride, twice as fast on one thread, and for a transposed ``a``."""
     dst = a_pack[block, panel]
     p0, r0 = block * DEPTH, panel * TILE_ROWS
     kc, rows = min(DEPTH, k - p0), min(TILE_ROWS, m - r0)
-    if rows == TILE_ROWS:  # a whole panel: a row of 8 (a constant count) per step of k
+    if rows == TILE_ROWS:  # a whole panel: a constant count per step of k
         for p in range(kc):
             start = a_base + r0 * a_row + (p0 + p) * a_col
             for r in range(TILE_ROWS):

@@ -1,7 +1,7 @@
 """Benchmark the stage-2 fast backend against NumPy (and PyTorch on the CPU).
 
     python -m project.bench_fast [--repeats 5] [--rounds 1] [--quick] [--only matmul,...]
-                                 [--dtype float32]
+                                 [--dtype float32] [--isa avx2]
 
 Every figure is the median of ``--repeats`` timed runs after untimed warm-up calls,
 and each library runs in its own child process, so thread pools never compete (NumPy's
@@ -12,7 +12,13 @@ process). Every library computes in ``--dtype`` (float64 unless told float32).
 and prints the median of the N figures, and as each ratio the median of the N ratios
 of figures measured in the same round. On a shared virtual machine whose speed drifts
 over seconds, a slow spell then lands in one round of both sides instead of on one
-side's only run. Sections:
+side's only run.
+
+``--isa avx2`` measures, on an AVX-512 machine, what an AVX2 machine runs: every worker
+compiles its kernels for Haswell without AVX-512 (``NUMBA_CPU_NAME`` and
+``NUMBA_CPU_FEATURES``, so task 2.3 picks its AVX2 tile), NumPy uses OpenBLAS's Haswell
+kernels (``OPENBLAS_CORETYPE=Haswell``) and PyTorch its AVX2 ones
+(``ATEN_CPU_CAPABILITY=avx2``). Sections:
 
 * ``matmul``  square products at 128, 256, 512, 1024: two plain Numba loops on
   2-D arrays that differ only in loop order (textbook i-j-k, and i-k-j), task 2.2's
@@ -323,6 +329,27 @@ def median_ratio(
     return statistics.median((t[key] / o[key]) if invert else (o[key] / t[key]) for o, t in pairs)
 
 
+def avx2_environment() -> dict[str, str]:
+    """The environment in which Numba, OpenBLAS and PyTorch run AVX2 code only."""
+    from module2.tuning import avx2_environment as numba_settings
+
+    return {
+        **numba_settings(),
+        "OPENBLAS_CORETYPE": "Haswell",
+        "ATEN_CPU_CAPABILITY": "avx2",
+    }
+
+
+def avx2_tile() -> str:
+    """Task 2.3's tile in this environment, as a child process finds it ("3 x 16
+    float64, 3 x 32 float32")."""
+    code = ("from module2 import fast_matmul as f; "
+            "print(f'{f.TILE_ROWS} x {f.TILE_BYTES // 8} float64, "
+            "{f.TILE_ROWS} x {f.TILE_BYTES // 4} float32')")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return proc.stdout.strip() or "unknown"
+
+
 def torch_available() -> bool:
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
     return subprocess.run([sys.executable, "-c", probe]).returncode == 0
@@ -337,6 +364,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                     help="every library's dtype (float64)")  # fmt: skip
+    ap.add_argument("--isa", choices=("host", "avx2"), default="host",
+                    help="the instructions every library uses: this machine's own, or AVX2 "
+                         "(from an AVX-512 machine)")  # fmt: skip
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     ap.add_argument("--markdown", action="store_true",
                     help="also write these tables into docs/benchmarks.md (this script's "
@@ -362,9 +392,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     m_sizes = MATMUL_SIZES[:3] if ns.quick else MATMUL_SIZES
     e_sizes = ELEMENT_SIZES[:1] if ns.quick else ELEMENT_SIZES
     rounds = max(1, ns.rounds)
+    if ns.isa == "avx2":
+        if not has_avx512():
+            ap.error("--isa avx2 is for a machine with AVX-512: this one runs AVX2 code itself")
+        os.environ.update(avx2_environment())  # every worker inherits it
     console.print(f"[bold]bench_fast[/]: median of {rep} runs after warm-up calls, {DTYPE}, "
                   f"{os.cpu_count()} CPUs; each library in its own process"
-                  + (f"; median of {rounds} rounds" if rounds > 1 else ""))  # fmt: skip
+                  + (f"; median of {rounds} rounds" if rounds > 1 else "")
+                  + ("; AVX2 code only (--isa avx2)" if ns.isa == "avx2" else ""))  # fmt: skip
 
     if "matmul" in sections:
         sizes = ",".join(map(str, m_sizes))
@@ -382,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # OpenBLAS's SkylakeX kernels use AVX-512: on a CPU without it the worker dies
         # of an illegal instruction, so the column is left out, with a note.
         refs = ["numpy"]
-        if has_avx512() is not False:
+        if has_avx512() is not False and ns.isa == "host":
             workers["numpy SkylakeX"] = (
                 ["matmul", "numpy", sizes, rep], {"OPENBLAS_CORETYPE": "SkylakeX"}
             )  # fmt: skip
@@ -399,7 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row.append(f"{ratio:.2f}x" if ratio is not None else "-")
             table.add_row(*row)
         report.show(table)
-        if "numpy SkylakeX" not in refs:
+        if ns.isa == "avx2":
+            report.note("AVX2 code only: task 2.3's tile for AVX2 "
+                        f"({avx2_tile()}), NumPy on OpenBLAS's Haswell kernels.")  # fmt: skip
+        elif "numpy SkylakeX" not in refs:
             report.note("No SkylakeX column: this CPU has no AVX-512, which OpenBLAS's "
                         "SkylakeX kernels need.")  # fmt: skip
 

@@ -3,14 +3,14 @@
 Its contract, and all that is graded: ``out += a @ b`` for strided 2-D operands of any
 sizes, in parallel, and at least :data:`SPEED_UP` times as fast on one core as the naive
 triple loop below. How it gets there (the reference packs micro-panels and runs a
-generated 8 x 16 register-tiled micro-kernel) is the student's choice.
+generated register-tiled micro-kernel, its tile chosen by CPU) is the student's choice.
 
 * **Values**: NumPy's ``@`` is the oracle, through the given driver
   ``tensor_matrix_multiply_packed`` (one ``gemm`` per matrix of a batch) and through
   ``gemm`` called directly. Sizes are drawn across every small block edge (1 to 35:
   multiples of 2, 4, 8, 16, 32 and their neighbours) and, for the large products, are
-  odd (most of them primes), so no power-of-two tile or block size divides them (the
-  reference's 8 x 16 tiles, 256-deep panels and 64 x 128 tasks included), and ``k`` runs past
+  odd (most of them primes), so no tile or block size divides them (the reference's 8-
+  and 3-row tiles, 256-deep panels and 64 x 128 tasks included), and ``k`` runs past
   256: a dropped or repeated last piece shows.
 * **In parallel**: per-thread CPU clocks (``tests/parallel.py``), not a timing.
 * **Speed**: a same-process comparison with a naive triple loop given here (not any

@@ -1,0 +1,89 @@
+"""The reference's choice of task 2.3's tile by CPU (``module2/tuning.py`` and the
+constants of ``module2/fast_matmul.py``): reference-only, like the tile itself (a
+handout's ``gemm`` is the student's own; see ``autograder/release.py``).
+
+* The feature lists: which vector width and register count each names, and the AVX2
+  list made from an AVX-512 machine's.
+* The edge sizes of ``test_fast_matmul.py`` straddle this machine's tile: for its rows,
+  its columns in both dtypes and its depth, a size at a multiple, one past and one
+  short.
+* On an AVX-512 machine, ``test_fast_matmul.py``'s value tests run again in a child
+  process that compiles for AVX2 (``tuning.avx2_environment``): the 3-row tile is
+  checked at every edge, in both dtypes, on a machine whose own tile is 8 rows.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import pytest
+
+from module2 import fast_matmul, tuning
+from tests.module2.test_fast_matmul import FLOAT32_EDGES, PACKED_SIZES
+
+HOST = llvm.get_host_cpu_features().flatten()
+AVX512 = "+avx512f,+avx512dq,+avx2,+fma,+avx,+sse4.2,+prefer-256-bit"
+AVX2 = "+avx2,+fma,+avx,+sse4.2,-avx512f"
+
+
+def test_feature_lists_give_vector_width_and_registers() -> None:
+    assert (tuning.vector_bytes(AVX512), tuning.vector_registers(AVX512)) == (64, 32)
+    assert (tuning.vector_bytes(AVX2), tuning.vector_registers(AVX2)) == (32, 16)
+    assert tuning.vector_bytes("+avx2,-fma") == 16  # AVX2 without FMA: no fused tile
+    assert (tuning.vector_bytes("+sse2"), tuning.vector_registers("+sse2")) == (16, 16)
+    assert (tuning.vector_bytes("+neon"), tuning.vector_registers("+neon")) == (16, 32)
+    assert tuning.vector_bytes("") == 16
+
+
+def test_without_avx512_switches_off_every_avx512_and_amx_flag_only() -> None:
+    got = tuning.without_avx512("+avx2,+avx512f,-avx512vl,+amx-tile,+fma,+avx512bw")
+    assert got == "+avx2,-avx512f,-avx512vl,-amx-tile,+fma,-avx512bw"
+    assert tuning.vector_bytes(got) == 32
+    assert tuning.vector_bytes(tuning.avx2_environment()["NUMBA_CPU_FEATURES"]) in (16, 32)
+
+
+def test_the_tile_follows_the_compile_features() -> None:
+    expected = (8, 2) if tuning.vector_registers() == 32 else (3, 4)
+    assert (fast_matmul.TILE_ROWS, fast_matmul.TILE_VECTORS) == expected
+    assert fast_matmul.TILE_BYTES == fast_matmul.TILE_VECTORS * tuning.vector_bytes()
+    if tuning.vector_bytes() == 64 and "NUMBA_CPU_FEATURES" not in os.environ:
+        pytest.fail("an AVX-512 CPU without 512-bit vectors preferred")
+
+
+def straddles(sizes: list[int], tile: int) -> bool:
+    """Whether ``sizes`` hold a multiple of ``tile``, one past one and one short of one
+    (a size of 1 is not one past a tile)."""
+    return all(any(s >= tile - 1 and s % tile == r % tile for s in sizes) for r in (0, 1, -1))
+
+
+def test_edge_sizes_straddle_this_machines_tile() -> None:
+    rows = [n for n, _, _ in PACKED_SIZES] + FLOAT32_EDGES
+    columns = [p for _, _, p in PACKED_SIZES] + FLOAT32_EDGES
+    depths = [m for _, m, _ in PACKED_SIZES]
+    assert straddles(rows, fast_matmul.TILE_ROWS)
+    for itemsize in (8, 4):
+        assert straddles(columns, fast_matmul.TILE_BYTES // itemsize)
+    assert straddles(depths, fast_matmul.DEPTH)
+
+
+@pytest.mark.skipif(
+    tuning.vector_bytes(HOST) != 64,
+    reason="this machine has no AVX-512: its own tile is the AVX2 one, tested in-process",
+)
+def test_gemm_compiled_for_avx2_at_every_edge() -> None:
+    env = {**os.environ, **tuning.avx2_environment()}
+    tests = Path(__file__).with_name("test_fast_matmul.py")
+    select = "tile_edge or batches_and_blocks or strided_slice or every_layout"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+               "-k", select, str(tests)]  # fmt: skip
+    probe = "from module2 import fast_matmul as f; print(f.TILE_ROWS, f.TILE_BYTES)"
+    tile = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert tile.stdout.split() == ["3", "128"], tile.stderr[-2000:]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout and "failed" not in proc.stdout, proc.stdout[-2000:]
