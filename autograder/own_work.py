@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 NUMPY_ALLOWED = frozenset({
     "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
@@ -49,6 +49,9 @@ COMPUTE_METHODS = frozenset({
     "trace", "conj", "round", "ptp", "nansum", "convolve", "correlate",
 })  # fmt: skip
 """Array methods (and ufunc methods) that compute with a library's loops."""
+
+SCALAR_MODULES = frozenset({"math", "cmath"})
+"""Modules whose functions work on one number (``math.exp``): a kernel may call them."""
 
 DENIED_MODULES = frozenset({
     "scipy", "torch", "jax", "jaxlib", "tensorflow", "cupy", "numexpr", "sklearn",
@@ -89,6 +92,9 @@ class _Module:
     """Module-level functions and methods (``Class.method``)."""
     device: set[str]
     """Module-level functions that are CUDA device functions or kernels."""
+    scalar: set[str] = field(default_factory=set)
+    """Names bound to ``math`` or ``cmath``: their functions take one number
+    (``math.exp(x[i])`` is a kernel's own work, where ``x.exp()`` is a library's loop)."""
 
 
 def _root(name: str) -> str:
@@ -103,6 +109,8 @@ def _read_module(tree: ast.Module) -> _Module:
                 bound = alias.asname or alias.name.split(".")[0]
                 if _root(alias.name) == "numpy":
                     info.numpy.add(bound)
+                elif alias.name in SCALAR_MODULES:
+                    info.scalar.add(bound)
                 elif _root(alias.name) in DENIED_MODULES:
                     info.denied[bound] = alias.name
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -212,7 +220,8 @@ def _findings_in(name: str, node: ast.AST, info: _Module, cuda: bool) -> Iterato
             if isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS:
                 yield Finding(line, name, f"{func.id}() (a way around the rule)")
             elif isinstance(func, ast.Attribute) and func.attr in COMPUTE_METHODS:
-                if not _numpy_use(func, info):  # (already reported as NumPy's)
+                scalar = isinstance(func.value, ast.Name) and func.value.id in info.scalar
+                if not scalar and not _numpy_use(func, info):  # (NumPy's: reported)
                     yield Finding(line, name, f"the method .{func.attr}() (a library's loop)")
         if isinstance(sub, ast.Import | ast.ImportFrom):
             modules = ([a.name for a in sub.names] if isinstance(sub, ast.Import)

@@ -400,6 +400,22 @@ TASKS: tuple[Task, ...] = (
             "module5.text:get_batch",
         ),
     ),
+    Task(
+        id="5.5",
+        title="Fused kernels: softmax, LayerNorm and GELU",
+        points=10,
+        optional=True,
+        files=("module5/fused.py",),
+        functions=(
+            "module5.fused:softmax_rows",
+            "module5.fused:softmax_rows_backward",
+            "module5.fused:layer_norm_rows",
+            "module5.fused:layer_norm_rows_backward",
+            "module5.fused:gelu_forward",
+            "module5.fused:gelu_backward",
+        ),
+        own_work=True,
+    ),
 )
 
 

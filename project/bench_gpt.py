@@ -16,6 +16,9 @@ threads as there are cores. Each library runs in its own child process.
   without ``--quick``, a larger one (6 layers, 6 heads, width 384, context 256, batch 16).
 * **Generation**: tokens per second for 500 new tokens from a one-character prompt:
   ours with its KV cache, PyTorch's cache-free loop (the whole context each step).
+* **Fused kernels** (task 5.5): softmax, LayerNorm and GELU, forward and backward, on
+  a ``(4096, 1024)`` tensor, by the fused kernels and by the unfused route
+  (``fused.plain_route()``), and the bandwidth that implies against a NumPy copy.
 * ``--train``: both libraries train the milestone configuration for ``--iters`` steps
   with the same schedule and the same batches (``get_batch`` with one seed), and report
   the final validation loss on the same fixed batches: the milestone asks for ours
@@ -194,10 +197,64 @@ class Theirs:
 # -- workers --------------------------------------------------------------------------------
 
 
+KERNEL_ROWS, KERNEL_N = 4096, 1024
+"""The fused kernels' benchmark: rows of 4096 x 1024 (the issue's size)."""
+
+
+def kernels(dtype: str, steps: int) -> dict[str, dict[str, float]]:
+    """Forward + backward of softmax, LayerNorm and GELU on a ``(4096, 1024)`` tensor,
+    by task 5.5's fused kernels and by the plain route (tasks 5.1 and 5.2's composition
+    of tensor operations): median seconds of each, and a NumPy copy of the same array
+    (seconds for 2 x its bytes). The fused kernels move at least 5 x the array's bytes
+    (forward: read x, write y; backward: read two, write one)."""
+    from module1.tensor import from_numpy
+    from module2.fast_ops import FastTensorBackend
+    from module5 import functional, fused
+
+    rng = np.random.default_rng(0)
+    shape = (KERNEL_ROWS, KERNEL_N)
+    x_np = rng.normal(size=shape).astype(dtype)
+    g = from_numpy(rng.normal(size=shape).astype(dtype), FastTensorBackend)
+    w = from_numpy(np.ones(KERNEL_N, dtype), FastTensorBackend)
+    b = from_numpy(np.zeros(KERNEL_N, dtype), FastTensorBackend)
+    ops = {
+        "softmax": functional.masked_softmax,
+        "layer_norm": lambda x: functional.layer_norm(x, w, b),
+        "gelu": functional.gelu,
+    }
+
+    def timed(fn: Any) -> float:
+        times = []
+        for i in range(steps + 2):
+            x = from_numpy(x_np, FastTensorBackend).requires_grad_()
+            start = time.perf_counter()
+            fn(x).backward(g)
+            if i >= 2:
+                times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    out: dict[str, dict[str, float]] = {}
+    for name, fn in ops.items():
+        fast = timed(fn)
+        with fused.plain_route():
+            plain = timed(fn)
+        out[name] = {"fused": fast, "plain": plain, "fused_used": float(fused.use_fused)}
+    dst = np.empty_like(x_np)
+    copies = []
+    for _ in range(steps + 2):
+        start = time.perf_counter()
+        np.copyto(dst, x_np)
+        copies.append(time.perf_counter() - start)
+    out["copy"] = {"seconds": statistics.median(copies[2:]), "bytes": float(x_np.nbytes)}
+    return out
+
+
 def worker(library: str, mode: str, config_name: str, dtype: str, steps: int, iters: int) -> Any:
     from module5.optim import cosine_lr
     from module5.text import get_batch
 
+    if mode == "kernels":
+        return kernels(dtype, steps)
     config = MILESTONE if config_name == "milestone" else LARGE
     tok, train, val = _data()
     lib = (Ours if library == "minitorch" else Theirs)(config, tok.vocab_size, dtype)
@@ -292,6 +349,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             how = "KV cache" if library == "minitorch" else "no cache (whole context each step)"
             gen.add_row(library, f"{res['tokens_per_s']:.0f}" if res else "-", how)
         report.show(gen)
+        fused_table = Table("operation", "dtype", "fused ms", "unfused ms", "unfused ÷ fused",
+                            "fused GB/s", "NumPy copy GB/s")  # fmt: skip
+        for dtype in ("float32", "float64"):
+            res = run_worker(["minitorch", "kernels", "-", dtype, *steps])
+            if not res:
+                continue
+            copy = res.pop("copy")
+            copy_rate = 2 * copy["bytes"] / copy["seconds"] / 1e9
+            for name, r in res.items():
+                if not r["fused_used"]:
+                    report.note("Task 5.5's kernels are stubs here: no fused figures.")
+                    break
+                fused_table.add_row(
+                    name, dtype, f"{r['fused'] * 1e3:.1f}", f"{r['plain'] * 1e3:.1f}",
+                    f"{r['plain'] / r['fused']:.1f}x",
+                    f"{5 * copy['bytes'] / r['fused'] / 1e9:.1f}", f"{copy_rate:.1f}",
+                )  # fmt: skip
+        fused_table.title = (f"forward + backward on {KERNEL_ROWS} x {KERNEL_N} (GB/s: 5 x the "
+                             "array's bytes, the least a fused kernel moves)")  # fmt: skip
+        report.show(fused_table)
     if not have_torch:
         report.note("PyTorch is not installed: `pip install torch==2.13.0` for the comparison.")
     if ns.markdown:

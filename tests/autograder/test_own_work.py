@@ -64,6 +64,7 @@ def _uses(body: str, extra: str = "", cuda: bool = False) -> list[str]:
         ("out[:] = helper(a, b)", "\ndef helper(a, b):\n    return a @ b\n", "the operator @"),
         ("out[:] = __import__('numpy').dot(a, b)", "", "__import__()"),
         ("out[:] = operator.matmul(a, b)", "\nimport operator\n", "the module operator"),
+        ("out[:] = math.exp(a)", "\nfrom module0 import operators as math\n", "the method .exp()"),
     ],
 )
 def test_each_form_of_library_work_is_found(body: str, extra: str, what: str) -> None:
@@ -81,6 +82,11 @@ for i in prange(len(out)):
 tmp = np.empty(3, np.int32)
 """
     assert _uses(body) == []
+    scalar = (
+        "for i in range(len(out)):\n    out[i] = math.exp(a[i]) + m.log(a[i]) + math.tanh(a[i])"
+    )
+    assert _uses(scalar, "\nimport math\nimport math as m\n") == []
+    assert _uses("out[:] = a.exp()", "\nimport math\n") == ["the method .exp() (a library's loop)"]
     changed = GIVEN.replace("int(np.prod(shape))", "int(np.dot(shape, shape))")
     source, _ = fill_text(changed, {("9.1", "kernel"): "out[0] = size_of(a.shape)"})
     uses = library_work(source, ["kernel"], GIVEN)

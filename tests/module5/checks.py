@@ -449,3 +449,114 @@ def get_batch(rng: np.random.Generator) -> Any:
         out.append(raised(lambda b=batch, k=block, s=seed: [
             a.tolist() for a in fn(data, b, k, np.random.default_rng(s))]))  # fmt: skip
     return out
+
+
+# =========================================================================================
+# Task 5.5: the fused kernels (called directly, on NumPy arrays)
+# =========================================================================================
+
+_FUSED_SHAPES = ((1, 1), (3, 7), (5, 64), (9, 513), (65, 520))
+"""A row of one, rows around 512 entries (a chunk of a vectorized ``exp``), and an input
+past 2^15 entries (where a kernel may go parallel) with rows past a block of 64."""
+
+
+def _fused_case(rng: np.random.Generator, shape: tuple[int, int], i: int) -> tuple[Array, Any]:
+    dtype = DTYPES[i % 2]
+    return rng.normal(scale=float(rng.choice([0.5, 3.0])), size=shape).astype(dtype), dtype
+
+
+@check("5.5", rtol=1e-5, atol=1e-6, signed_zeros=True)
+def softmax_rows(rng: np.random.Generator) -> Any:
+    """Rows with no mask, a causal mask (``period``, ``shift``), a row holding a NaN;
+    masked entries exactly +0."""
+    from module5.fused import softmax_rows as kernel
+
+    out = []
+    for i, shape in enumerate(_FUSED_SHAPES):
+        x, _ = _fused_case(rng, shape, i)
+        if i == 1:
+            x[1, 2] = np.nan
+        rows, n = shape
+        for period, shift in ((1, n - 1), (min(rows, n), n - min(rows, n))):
+            y = np.full_like(x, 7.0)
+            out.append(raised(lambda x=x, y=y, p=period, s=shift: (kernel(x, y, p, s), y)[1]))
+    return out
+
+
+@check("5.5", rtol=1e-5, atol=1e-6)
+def softmax_rows_backward(rng: np.random.Generator) -> Any:
+    """``y * (dy - sum(y * dy))`` row by row, ``y`` a causal softmax (zeros included)."""
+    from module5.fused import softmax_rows_backward as kernel
+
+    out = []
+    for i, shape in enumerate(_FUSED_SHAPES):
+        x, dtype = _fused_case(rng, shape, i)
+        e = np.exp(x - x.max(-1, keepdims=True)) * np.tri(*shape, dtype=dtype)
+        y = (e / e.sum(-1, keepdims=True)).astype(dtype)
+        dy = rng.normal(size=shape).astype(dtype)
+        dx = np.full_like(x, 7.0)
+        out.append(raised(lambda y=y, dy=dy, dx=dx: (kernel(y, dy, dx), dx)[1]))
+    return out
+
+
+@check("5.5", rtol=2e-5, atol=2e-5)
+def layer_norm_rows(rng: np.random.Generator) -> Any:
+    """The output, and each row's mean and ``rstd``; rows with a mean of 1e4."""
+    from module5.fused import layer_norm_rows as kernel
+
+    out = []
+    for i, shape in enumerate(_FUSED_SHAPES[1:]):
+        x, dtype = _fused_case(rng, shape, i)
+        x = (x + (1e4 if i % 2 else 0.0)).astype(dtype)
+        w, b = rng.normal(size=shape[1]).astype(dtype), rng.normal(size=shape[1]).astype(dtype)
+
+        def run(x: Array = x, w: Array = w, b: Array = b) -> Any:
+            y, m, s = np.full_like(x, 7.0), np.empty(len(x)), np.empty(len(x))
+            kernel(x, w, b, 1e-5, y, m, s)
+            return [y, m, s]
+
+        out.append(raised(run))
+    return out
+
+
+@check("5.5", rtol=1e-4, atol=1e-4)
+def layer_norm_rows_backward(rng: np.random.Generator) -> Any:
+    """``dx``, ``dweight`` and ``dbias`` from the input and its saved statistics."""
+    from module5.fused import layer_norm_rows_backward as kernel
+
+    out = []
+    for i, shape in enumerate(_FUSED_SHAPES[1:]):
+        x, dtype = _fused_case(rng, shape, i)
+        w = rng.normal(size=shape[1]).astype(dtype)
+        m = x.astype(np.float64).mean(-1)
+        s = 1 / np.sqrt(((x - m[:, None]) ** 2).mean(-1) + 1e-5)
+        d = rng.normal(size=shape).astype(dtype)
+
+        def run(x: Array = x, w: Array = w, m: Array = m, s: Array = s, d: Array = d) -> Any:
+            dx, dw, db = np.full_like(x, 7.0), np.full(x.shape[1], 7.0), np.full(x.shape[1], 7.0)
+            kernel(d, x, w, m, s, dx, dw, db)
+            return [dx, dw, db]
+
+        out.append(raised(run))
+    return out
+
+
+@check("5.5", rtol=1e-5, atol=1e-5)
+def gelu_kernels(rng: np.random.Generator) -> Any:
+    """GELU and its backward over flat arrays across 512-entry chunks, the tails included."""
+    from module5.fused import gelu_backward, gelu_forward
+
+    out = []
+    for i, n in enumerate((1, 511, 513, 40_000)):
+        x = rng.normal(scale=4.0, size=n).astype(DTYPES[i % 2])
+        x[: min(n, 3)] = np.array([-30.0, 30.0, 0.0])[: min(n, 3)]
+        d = rng.normal(size=n).astype(x.dtype)
+
+        def run(x: Array = x, d: Array = d) -> Any:
+            y, dx = np.full_like(x, 7.0), np.full_like(x, 7.0)
+            gelu_forward(x, y)
+            gelu_backward(x, d, dx)
+            return [y, dx]
+
+        out.append(raised(run))
+    return out

@@ -149,7 +149,108 @@ y = np.stack([data[s + 1 : s + 1 + block_size] for s in starts]).astype(np.int64
 return x, y
 """
 
+
+# Task 5.5: the kernels as a student writes them from the README's "Task 5.5": loops
+# over each row with ``math.exp`` / ``math.tanh``, ``prange`` over rows, the weight and
+# bias gradients of LayerNorm as a second loop over columns (no partial sums).
+
+SOFTMAX_ROWS = """
+rows, n = x.shape
+for r in prange(rows):
+    kept = min(n, r % period + shift + 1)
+    m = x[r, 0]
+    for j in range(1, kept):
+        if x[r, j] > m:
+            m = x[r, j]
+    total = 0.0
+    for j in range(kept):
+        e = math.exp(x[r, j] - m)
+        out[r, j] = e
+        total += e
+    for j in range(kept):
+        out[r, j] = out[r, j] / total
+    for j in range(kept, n):
+        out[r, j] = 0.0
+"""
+
+SOFTMAX_ROWS_BACKWARD = """
+rows, n = y.shape
+for r in prange(rows):
+    dot = 0.0
+    for j in range(n):
+        dot += y[r, j] * dy[r, j]
+    for j in range(n):
+        dx[r, j] = y[r, j] * (dy[r, j] - dot)
+"""
+
+LAYER_NORM_ROWS = """
+rows, n = x.shape
+for r in prange(rows):
+    first = x[r, 0]
+    total = 0.0
+    squares = 0.0
+    for j in range(n):
+        v = x[r, j] - first
+        total += v
+        squares += v * v
+    mu = total / n
+    m = first + mu
+    var = max(squares / n - mu * mu, 0.0)
+    inv = 1.0 / math.sqrt(var + eps)
+    mean[r] = m
+    rstd[r] = inv
+    for j in range(n):
+        out[r, j] = (x[r, j] - m) * inv * weight[j] + bias[j]
+"""
+
+LAYER_NORM_ROWS_BACKWARD = """
+rows, n = x.shape
+for r in prange(rows):
+    g_mean = 0.0
+    gx_mean = 0.0
+    for j in range(n):
+        xhat = (x[r, j] - mean[r]) * rstd[r]
+        g = d[r, j] * weight[j]
+        g_mean += g
+        gx_mean += g * xhat
+    g_mean /= n
+    gx_mean /= n
+    for j in range(n):
+        xhat = (x[r, j] - mean[r]) * rstd[r]
+        dx[r, j] = rstd[r] * (d[r, j] * weight[j] - g_mean - xhat * gx_mean)
+for j in prange(n):
+    sw = 0.0
+    sb = 0.0
+    for r in range(rows):
+        sw += d[r, j] * (x[r, j] - mean[r]) * rstd[r]
+        sb += d[r, j]
+    dweight[j] = sw
+    dbias[j] = sb
+"""
+
+GELU_KERNEL_FORWARD = """
+c = math.sqrt(2.0 / math.pi)
+for i in range(len(x)):
+    v = x[i]
+    out[i] = 0.5 * v * (1.0 + math.tanh(c * (v + 0.044715 * v * v * v)))
+"""
+
+GELU_KERNEL_BACKWARD = """
+c = math.sqrt(2.0 / math.pi)
+for i in range(len(x)):
+    v = x[i]
+    t = math.tanh(c * (v + 0.044715 * v * v * v))
+    du = c * (1.0 + 3.0 * 0.044715 * v * v)
+    dx[i] = d[i] * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du)
+"""
+
 BODIES: dict[tuple[str, str], str] = {
+    ("5.5", "softmax_rows"): SOFTMAX_ROWS,
+    ("5.5", "softmax_rows_backward"): SOFTMAX_ROWS_BACKWARD,
+    ("5.5", "layer_norm_rows"): LAYER_NORM_ROWS,
+    ("5.5", "layer_norm_rows_backward"): LAYER_NORM_ROWS_BACKWARD,
+    ("5.5", "gelu_forward"): GELU_KERNEL_FORWARD,
+    ("5.5", "gelu_backward"): GELU_KERNEL_BACKWARD,
     ("5.1", "LayerNormFun.forward"): LAYER_NORM_FORWARD,
     ("5.1", "LayerNormFun.backward"): LAYER_NORM_BACKWARD,
     ("5.1", "GELUFun.forward"): GELU_FORWARD,

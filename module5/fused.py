@@ -1,0 +1,538 @@
+"""Task 5.5 (optional): fused softmax, LayerNorm and GELU kernels on the fast CPU backend.
+
+Tasks 5.1 and 5.2 compose LayerNorm and the masked softmax from tensor operations:
+each step (subtract the mean, square, sum, scale, ...) is a kernel that reads a whole
+tensor and writes another, and the backward keeps several of them. A fused kernel does
+a row's work in one place while the row sits in the cache: LayerNorm's statistics in
+one pass over the row, then one pass that writes the output; softmax's maximum, its
+exponentials and their sum, then one scaling pass. The backward of each needs one
+saved row (softmax: its output; LayerNorm: the input, with two numbers per row). GELU,
+eleven tensor operations forward and backward, becomes one pass each way.
+
+The task is the six kernels below, on contiguous ``(rows, n)`` NumPy arrays of
+float64 or float32. Until they are done (the handout's stubs raise
+``NotImplementedError("Task 5.5: ...")``), :func:`softmax`, :func:`layer_norm` and
+:func:`gelu` answer None and ``module5.functional`` computes with tasks 5.1 and 5.2's code: nothing
+else waits for this task. The README's "Task 5.5" gives the contracts and the bar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from module0.autodiff import Context
+from module1.tensor import Tensor
+from module1.tensor_data import TensorData, is_device_array
+from module1.tensor_functions import Function
+
+FASTMATH = {"contract", "reassoc"}
+"""Fused multiply-adds and regrouped sums (so the row sums vectorize); no assumption
+that values are finite, so a NaN or an infinity in a row still shows in its output."""
+SERIAL_MAX = 1 << 15
+"""Inputs of fewer entries run on the calling thread: waking the thread pool costs more
+than a second core saves on a row or two (a generation step's attention)."""
+CHUNK, SPAN = 512, 8192
+"""GELU's kernels work through ``CHUNK`` entries at a time (scratch that stays in L1),
+a parallel task taking ``SPAN`` entries."""
+GELU_C = math.sqrt(2.0 / math.pi)
+"""GELU's tanh form: ``x/2 (1 + tanh(C (x + 0.044715 x^3)))``, as ``module5.functional``."""
+ROW_BLOCK = 64
+"""Rows per partial sum of LayerNorm's weight and bias gradients (each block of rows
+sums into its own row of a scratch array, in parallel; then the blocks are added)."""
+
+
+# BEGIN SOLUTION 5.5 omit
+from module2.vector_math import exp_loop  # noqa: E402
+
+
+@njit(fastmath=FASTMATH)
+def row_max(x: Any, kept: int) -> Any:
+    """The largest of ``x[:kept]`` (``kept >= 1``), as 16 running maxima over blocks of
+    16 (a maximum that skips NaN does not vectorize as one running value; 16 of them
+    side by side do, by the SLP vectorizer), then the rest. A NaN may be skipped: it
+    makes its row's sum, so the whole row, NaN anyway."""
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = x[0]
+    m8 = m9 = m10 = m11 = m12 = m13 = m14 = m15 = x[0]
+    blocks = kept // 16
+    for i in range(blocks):
+        b = x[i * 16 : i * 16 + 16]
+        m0 = b[0] if b[0] > m0 else m0
+        m1 = b[1] if b[1] > m1 else m1
+        m2 = b[2] if b[2] > m2 else m2
+        m3 = b[3] if b[3] > m3 else m3
+        m4 = b[4] if b[4] > m4 else m4
+        m5 = b[5] if b[5] > m5 else m5
+        m6 = b[6] if b[6] > m6 else m6
+        m7 = b[7] if b[7] > m7 else m7
+        m8 = b[8] if b[8] > m8 else m8
+        m9 = b[9] if b[9] > m9 else m9
+        m10 = b[10] if b[10] > m10 else m10
+        m11 = b[11] if b[11] > m11 else m11
+        m12 = b[12] if b[12] > m12 else m12
+        m13 = b[13] if b[13] > m13 else m13
+        m14 = b[14] if b[14] > m14 else m14
+        m15 = b[15] if b[15] > m15 else m15
+    top = m0
+    for v in (m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15):
+        top = v if v > top else top
+    for j in range(blocks * 16, kept):
+        top = x[j] if x[j] > top else top
+    return top
+
+
+@njit(fastmath=FASTMATH)
+def softmax_row(x: Any, out: Any, kept: int, scratch: Any) -> None:
+    """``out[:kept]`` = the softmax of ``x[:kept]``, ``out[kept:]`` = 0. ``scratch`` holds
+    the shifted row (``exp_loop`` must not write over what it reads)."""
+    top = row_max(x, kept)
+    for j in range(kept):
+        scratch[j] = x[j] - top
+    exp_loop(out[:kept], scratch[:kept])
+    total = out[0] * 0.0
+    for j in range(kept):
+        total += out[j]
+    scale = 1.0 / total
+    for j in range(kept):
+        out[j] *= scale
+    for j in range(kept, len(out)):
+        out[j] = 0.0
+
+
+@njit(fastmath=FASTMATH)
+def softmax_backward_row(y: Any, dy: Any, dx: Any) -> None:
+    """``dx = y * (dy - sum(y * dy))``: a masked entry (``y = 0``) gets 0."""
+    dot = 0.0
+    for j in range(len(y)):
+        dot += y[j] * dy[j]
+    for j in range(len(y)):
+        dx[j] = y[j] * (dy[j] - dot)
+
+
+@njit(fastmath=FASTMATH)
+def layer_norm_row(
+    x: Any, weight: Any, bias: Any, eps: float, out: Any, mean: Any, rstd: Any, r: int
+) -> None:
+    """One row: its mean and ``1 / sqrt(var + eps)`` in one pass (sums of the row minus
+    its first entry, in float64: a large mean cancels before anything is squared), then
+    the output."""
+    n = len(x)
+    first = np.float64(x[0])
+    total = 0.0
+    squares = 0.0
+    for j in range(n):
+        v = np.float64(x[j]) - first
+        total += v
+        squares += v * v
+    shift = total / n
+    var = max(squares / n - shift * shift, 0.0)
+    m = first + shift
+    s = 1.0 / math.sqrt(var + eps)
+    mean[r] = m
+    rstd[r] = s
+    for j in range(n):
+        out[j] = (x[j] - m) * s * weight[j] + bias[j]
+
+
+@njit(fastmath=FASTMATH)
+def layer_norm_backward_row(
+    d: Any, x: Any, weight: Any, m: float, s: float, dx: Any, dweight: Any, dbias: Any
+) -> None:
+    """One row's ``dx`` (see ``LayerNormFun``), and its terms added to the block's sums."""
+    n = len(x)
+    mean_g = 0.0
+    mean_gx = 0.0
+    for j in range(n):
+        xhat = (x[j] - m) * s
+        g = d[j] * weight[j]
+        mean_g += g
+        mean_gx += g * xhat
+        dweight[j] += d[j] * xhat
+        dbias[j] += d[j]
+    mean_g /= n
+    mean_gx /= n
+    for j in range(n):
+        xhat = (x[j] - m) * s
+        dx[j] = s * (d[j] * weight[j] - mean_g - xhat * mean_gx)
+
+
+@njit(fastmath=FASTMATH)
+def layer_norm_backward_block(
+    d: Any, x: Any, weight: Any, mean: Any, rstd: Any, dx: Any, parts: Any, block: int
+) -> None:
+    """The rows of block ``block``: their ``dx``, and their weight and bias gradient
+    terms summed into ``parts[block]`` (float64)."""
+    n = x.shape[1]
+    dweight = parts[block, :n]
+    dbias = parts[block, n:]
+    dweight[:] = 0.0
+    dbias[:] = 0.0
+    for r in range(block * ROW_BLOCK, min(x.shape[0], (block + 1) * ROW_BLOCK)):
+        layer_norm_backward_row(d[r], x[r], weight, mean[r], rstd[r], dx[r], dweight, dbias)
+
+
+@njit(fastmath=FASTMATH)
+def gelu_tanh(x: Any, t: Any, e: Any, k: Any) -> None:
+    """``t = tanh(C (x + 0.044715 x^3))`` for a chunk, as ``1 - 2 / (exp(2u) + 1)`` (the
+    vectorized ``exp``; an overflow to inf gives exactly 1), ``e`` scratch, ``k`` the
+    constants in the arrays' dtype (:func:`gelu_constants`)."""
+    a, b, one, two = k[0], k[1], k[2], k[3]
+    for j in range(len(x)):
+        v = x[j]
+        t[j] = v * (a + b * v * v)
+    exp_loop(e, t)
+    for j in range(len(x)):
+        t[j] = one - two / (e[j] + one)
+
+
+@njit(fastmath=FASTMATH)
+def gelu_constants(like: Any) -> Any:
+    """GELU's constants as an array of ``like``'s dtype, so that float32 arithmetic
+    stays float32 (a Python float would make every operation float64: twice the
+    instructions, and float64 divisions)."""
+    k = np.empty(8, like.dtype)
+    k[0], k[1], k[2], k[3] = 2.0 * GELU_C, 2.0 * GELU_C * 0.044715, 1.0, 2.0
+    k[4], k[5], k[6] = 0.5, GELU_C, 3.0 * 0.044715 * GELU_C
+    return k
+
+
+@njit(fastmath=FASTMATH)
+def gelu_span(x: Any, out: Any, d: Any, backward: bool) -> None:
+    """GELU of ``x`` into ``out``, or (``backward``) its slope times ``d``, a chunk of
+    :data:`CHUNK` at a time through two scratch arrays made once."""
+    t = np.empty(CHUNK, x.dtype)
+    e = np.empty(CHUNK, x.dtype)
+    k = gelu_constants(x)
+    one, half, c, c3 = k[2], k[4], k[5], k[6]
+    for lo in range(0, len(x), CHUNK):
+        hi = min(len(x), lo + CHUNK)
+        xs, ts = x[lo:hi], t[: hi - lo]
+        gelu_tanh(xs, ts, e[: hi - lo], k)
+        if not backward:
+            for j in range(hi - lo):
+                out[lo + j] = half * xs[j] * (one + ts[j])
+            continue
+        for j in range(hi - lo):
+            v, tj = xs[j], ts[j]
+            du = c + c3 * v * v
+            out[lo + j] = d[lo + j] * (half * (one + tj) + half * v * (one - tj * tj) * du)
+
+
+@njit(fastmath=FASTMATH)
+def gelu_all(x: Any, out: Any, d: Any, backward: bool) -> None:
+    """:func:`gelu_span` over flat arrays: on this thread below :data:`SERIAL_MAX`
+    entries, else in parallel spans of :data:`SPAN`."""
+    n = len(x)
+    if n < SERIAL_MAX:
+        gelu_span(x, out, d, backward)
+        return
+    gelu_parallel(x, out, d, backward, (n + SPAN - 1) // SPAN)
+
+
+@njit(parallel=True, fastmath=FASTMATH)
+def gelu_parallel(x: Any, out: Any, d: Any, backward: bool, spans: int) -> None:
+    n = len(x)
+    for c in prange(spans):
+        lo, hi = c * SPAN, min(n, (c + 1) * SPAN)
+        gelu_span(x[lo:hi], out[lo:hi], d[lo:hi], backward)
+
+
+# END SOLUTION
+
+
+# ## Task 5.5: the fused kernels
+
+
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
+def softmax_rows(x: Any, out: Any, period: int, shift: int) -> None:
+    """``out[r]`` = the softmax of row ``r`` of ``x`` over its first ``kept = min(n, r %
+    period + shift + 1)`` entries, and exactly 0 after them: with ``period = T`` and
+    ``shift = S - T``, the causal mask of ``T`` queries over ``S`` keys, rows taken
+    ``T`` at a time; with ``period = 1, shift = n - 1``, no mask. The row's maximum is
+    subtracted first, so nothing overflows. ``x`` and ``out`` are contiguous ``(rows,
+    n)`` arrays of one dtype, ``shift >= 0``."""
+    # BEGIN SOLUTION 5.5
+    rows, n = x.shape
+    if rows * n < SERIAL_MAX:
+        scratch = np.empty(n, x.dtype)
+        for r in range(rows):
+            softmax_row(x[r], out[r], min(n, r % period + shift + 1), scratch)
+        return
+    for r in prange(rows):
+        softmax_row(x[r], out[r], min(n, r % period + shift + 1), np.empty(n, x.dtype))
+    # END SOLUTION
+
+
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
+def softmax_rows_backward(y: Any, dy: Any, dx: Any) -> None:
+    """``dx[r] = y[r] * (dy[r] - sum(y[r] * dy[r]))`` for each row: the gradient of the
+    softmax whose output is ``y`` (masked entries, where ``y`` is 0, get 0). Contiguous
+    ``(rows, n)`` arrays of one dtype."""
+    # BEGIN SOLUTION 5.5
+    rows = y.shape[0]
+    if rows * y.shape[1] < SERIAL_MAX:
+        for r in range(rows):
+            softmax_backward_row(y[r], dy[r], dx[r])
+        return
+    for r in prange(rows):
+        softmax_backward_row(y[r], dy[r], dx[r])
+    # END SOLUTION
+
+
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
+def layer_norm_rows(
+    x: Any, weight: Any, bias: Any, eps: float, out: Any, mean: Any, rstd: Any
+) -> None:
+    """LayerNorm of each row of ``x`` (contiguous ``(rows, n)``) into ``out``:
+    ``(x - mean) * rstd * weight + bias``, with ``rstd = 1 / sqrt(var + eps)``; the
+    row's mean and ``rstd`` go to ``mean[r]`` and ``rstd[r]`` (float64 arrays of
+    ``rows``) for the backward. The statistics are taken in one pass over the row, and
+    a large mean must not cost accuracy (``var`` is not ``E[x^2] - E[x]^2``)."""
+    # BEGIN SOLUTION 5.5
+    rows, n = x.shape
+    if rows * n < SERIAL_MAX:
+        for r in range(rows):
+            layer_norm_row(x[r], weight, bias, eps, out[r], mean, rstd, r)
+        return
+    for r in prange(rows):
+        layer_norm_row(x[r], weight, bias, eps, out[r], mean, rstd, r)
+    # END SOLUTION
+
+
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
+def layer_norm_rows_backward(
+    d: Any, x: Any, weight: Any, mean: Any, rstd: Any, dx: Any, dweight: Any, dbias: Any
+) -> None:
+    """The gradients of :func:`layer_norm_rows` for the upstream gradient ``d`` (the
+    shape of ``x``): ``dx`` (``x``'s shape and dtype), and ``dweight``, ``dbias``
+    (float64 arrays of ``n``: the sums over all rows of ``d * xhat`` and ``d``), from the
+    input and the saved ``mean`` and ``rstd``."""
+    # BEGIN SOLUTION 5.5
+    rows, n = x.shape
+    blocks = (rows + ROW_BLOCK - 1) // ROW_BLOCK
+    parts = np.empty((blocks, 2 * n))
+    if rows * n < SERIAL_MAX:
+        for block in range(blocks):
+            layer_norm_backward_block(d, x, weight, mean, rstd, dx, parts, block)
+    else:
+        for block in prange(blocks):
+            layer_norm_backward_block(d, x, weight, mean, rstd, dx, parts, block)
+    for j in range(n):
+        dweight[j] = 0.0
+        dbias[j] = 0.0
+    for block in range(blocks):
+        for j in range(n):
+            dweight[j] += parts[block, j]
+            dbias[j] += parts[block, n + j]
+    # END SOLUTION
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def gelu_forward(x: Any, out: Any) -> None:
+    """``out = x/2 (1 + tanh(C (x + 0.044715 x^3)))`` entry by entry, for flat contiguous
+    arrays of one dtype (task 5.1's GELU, in one pass)."""
+    # BEGIN SOLUTION 5.5
+    gelu_all(x, out, x, False)
+    # END SOLUTION
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def gelu_backward(x: Any, d: Any, dx: Any) -> None:
+    """``dx = d * gelu'(x)`` entry by entry (flat contiguous arrays of one dtype): the
+    slope is recomputed from ``x``, so the forward saves only its input."""
+    # BEGIN SOLUTION 5.5
+    gelu_all(x, dx, d, True)
+    # END SOLUTION
+
+
+# ## Given: the Functions around the kernels, and the switch
+
+use_fused = True
+"""Whether the fast backend's LayerNorm and softmax go through the kernels above. The
+first time one raises the handout's stub error (a NotImplementedError whose message
+starts with ``"Task 5.5:"``), this turns False for the rest of the process; any other
+error propagates."""
+_plain = 0
+
+
+@contextlib.contextmanager
+def plain_route() -> Iterator[None]:
+    """Within it, ``module5.functional`` computes with tasks 5.1 and 5.2's code even where
+    the fused kernels would apply (their tests, and the benchmark's unfused column)."""
+    global _plain
+    _plain += 1
+    try:
+        yield
+    finally:
+        _plain -= 1
+
+
+def applies(x: Tensor) -> bool:
+    """Whether the fused kernels take ``x``: on the fast CPU backend, float64 or
+    float32, not switched off."""
+    from module2.fast_ops import FastTensorBackend
+
+    return (
+        use_fused
+        and not _plain
+        and x.backend is FastTensorBackend
+        and x.dtype in (np.float64, np.float32)
+        and not is_device_array(x._tensor._storage)
+        and len(x.shape) > 0
+        and x.shape[-1] > 0
+    )
+
+
+def _rows(x: Tensor) -> np.ndarray:
+    """``x``'s values as a contiguous ``(rows, n)`` array: its own storage when it is
+    contiguous, else a copy."""
+    data = x._tensor
+    n = x.shape[-1]
+    if data.is_contiguous() and data._storage.size == x.size:
+        return data._storage.reshape(-1, n)
+    return np.ascontiguousarray(x.to_numpy()).reshape(-1, n)
+
+
+def _tensor(rows: np.ndarray, shape: tuple[int, ...], like: Tensor) -> Tensor:
+    return Tensor(TensorData(rows.reshape(-1), shape), backend=like.backend)
+
+
+class FusedSoftmax(Function):
+    """Softmax over the last dimension by :func:`softmax_rows`; the output is saved."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Tensor, period: int, shift: int) -> Tensor:
+        rows = _rows(x)
+        out = np.empty_like(rows)
+        softmax_rows(rows, out, period, shift)
+        ctx.save_for_backward(out)
+        return _tensor(out, x.shape, x)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (y,) = ctx.saved_values
+        dx = np.empty_like(y)
+        softmax_rows_backward(y, _rows(d).astype(y.dtype, copy=False), dx)
+        return _tensor(dx, d.shape, d)
+
+
+class FusedLayerNorm(Function):
+    """LayerNorm over the last dimension by :func:`layer_norm_rows`; the input rows and
+    two float64 numbers per row are saved."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Tensor, weight: Tensor, bias: Tensor, eps: float) -> Tensor:
+        rows = _rows(x)
+        w, b = _rows(weight).reshape(-1), _rows(bias).reshape(-1)
+        out = np.empty_like(rows)
+        mean, rstd = np.empty(len(rows)), np.empty(len(rows))
+        layer_norm_rows(rows, w, b, eps, out, mean, rstd)
+        ctx.save_for_backward(rows, w, mean, rstd, weight)
+        return _tensor(out, x.shape, x)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        rows, w, mean, rstd, weight = ctx.saved_values
+        n = rows.shape[1]
+        dx = np.empty_like(rows)
+        dweight, dbias = np.empty(n), np.empty(n)
+        layer_norm_rows_backward(
+            _rows(d).astype(rows.dtype, copy=False), rows, w, mean, rstd, dx, dweight, dbias
+        )
+        dtype = rows.dtype
+        return (
+            _tensor(dx, d.shape, d),
+            _tensor(dweight.astype(dtype), weight.shape, d),
+            _tensor(dbias.astype(dtype), weight.shape, d),
+        )
+
+
+class FusedGELU(Function):
+    """GELU by :func:`gelu_forward`; the input is saved."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Tensor) -> Tensor:
+        flat = _rows(x).reshape(-1)
+        out = np.empty_like(flat)
+        gelu_forward(flat, out)
+        ctx.save_for_backward(flat)
+        return _tensor(out, x.shape, x)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (flat,) = ctx.saved_values
+        dx = np.empty_like(flat)
+        gelu_backward(flat, _rows(d).reshape(-1).astype(flat.dtype, copy=False), dx)
+        return _tensor(dx, d.shape, d)
+
+
+def _stub(error: NotImplementedError) -> bool:
+    """Whether ``error`` is the handout's stub of this task (then the route turns off)."""
+    global use_fused
+    if not str(error).startswith("Task 5.5:"):
+        return False
+    use_fused = False
+    return True
+
+
+def causal_period(keep: np.ndarray | None, shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """``(period, shift)`` for :func:`softmax_rows` when ``keep`` (None: every entry) is
+    no mask or exactly the causal mask of the last two dimensions of ``shape``, the same
+    for every leading index; None for any other mask."""
+    n = shape[-1]
+    if keep is None:
+        return 1, n - 1
+    if len(shape) < 2 or keep.ndim < 2 or any(s != 1 for s in keep.shape[:-2]):
+        return None
+    t, s = shape[-2], n
+    if keep.shape[-2:] != (t, s) or s < t:
+        return None
+    if not np.array_equal(keep.reshape(t, s), np.tri(t, s, s - t, dtype=bool)):
+        return None
+    return t, s - t
+
+
+def softmax(x: Tensor, keep: np.ndarray | None) -> Tensor | None:
+    """``masked_softmax(x, keep)`` by the fused kernels, or None where they do not apply
+    (another backend, a mask that is not causal, the task not done)."""
+    if not applies(x):
+        return None
+    period = causal_period(keep, x.shape)
+    if period is None:
+        return None
+    try:
+        return FusedSoftmax.apply(x, *period)
+    except NotImplementedError as error:
+        if not _stub(error):
+            raise
+        return None
+
+
+def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float) -> Tensor | None:
+    """``layer_norm(x, weight, bias, eps)`` by the fused kernels, or None where they do
+    not apply."""
+    if not (applies(x) and weight.dtype == x.dtype and bias.dtype == x.dtype):
+        return None
+    try:
+        return FusedLayerNorm.apply(x, weight, bias, eps)
+    except NotImplementedError as error:
+        if not _stub(error):
+            raise
+        return None
+
+
+def gelu(x: Tensor) -> Tensor | None:
+    """``gelu(x)`` by the fused kernels, or None where they do not apply."""
+    if not applies(x):
+        return None
+    try:
+        return FusedGELU.apply(x)
+    except NotImplementedError as error:
+        if not _stub(error):
+            raise
+        return None
