@@ -402,7 +402,7 @@ TASKS: tuple[Task, ...] = (
     ),
     Task(
         id="5.5",
-        title="Fused kernels: softmax, LayerNorm and GELU",
+        title="Fused kernels: softmax, LayerNorm, GELU, attention",
         points=10,
         optional=True,
         files=("module5/fused.py",),
@@ -413,6 +413,8 @@ TASKS: tuple[Task, ...] = (
             "module5.fused:layer_norm_rows_backward",
             "module5.fused:gelu_forward",
             "module5.fused:gelu_backward",
+            "module5.fused:causal_attention",
+            "module5.fused:causal_attention_backward",
         ),
         own_work=True,
     ),

@@ -42,6 +42,8 @@ CHUNK, SPAN = 512, 8192
 a parallel task taking ``SPAN`` entries."""
 GELU_C = math.sqrt(2.0 / math.pi)
 """GELU's tanh form: ``x/2 (1 + tanh(C (x + 0.044715 x^3)))``, as ``module5.functional``."""
+BLOCK_Q, BLOCK_K = 32, 64
+"""Causal attention's parallel task (32 queries of one head) and its block of keys."""
 ROW_BLOCK = 64
 """Rows per partial sum of LayerNorm's weight and bias gradients (each block of rows
 sums into its own row of a scratch array, in parallel; then the blocks are added)."""
@@ -242,6 +244,114 @@ def gelu_parallel(x: Any, out: Any, d: Any, backward: bool, spans: int) -> None:
         gelu_span(x[lo:hi], out[lo:hi], d[lo:hi], backward)
 
 
+@njit(fastmath=FASTMATH)
+def attention_rows(
+    q: Any, k: Any, v: Any, out: Any, lse: Any, i0: int, i1: int, shift: int, scale: float
+) -> None:
+    """Causal attention of queries ``i0:i1`` of one (batch, head): ``q`` ``(T, D)``,
+    ``k`` ``(S, D)``, ``v`` ``(S, Dv)``. Keys come in blocks of :data:`BLOCK_K`, each
+    block's transpose made once for all the rows; each row keeps a running maximum
+    ``m``, a running sum ``l`` of ``exp(score - m)`` and a running output ``acc``,
+    rescaled by ``exp(m_old - m_new)`` when the maximum grows (the online softmax). The
+    scratch is one block of scores for the rows (one vectorized ``exp`` per block) and
+    ``(rows, Dv)``: no ``T x S`` array."""
+    d, dv = q.shape[1], v.shape[1]
+    rows = i1 - i0
+    kt = np.empty((d, BLOCK_K), q.dtype)
+    shifted = np.zeros(rows * BLOCK_K, q.dtype)
+    weights = np.empty(rows * BLOCK_K, q.dtype)
+    acc = np.zeros((rows, dv), q.dtype)
+    m = np.full(rows, -np.inf)
+    total = np.zeros(rows)
+    alpha = np.empty(rows)
+    seen = np.empty(rows, np.int64)
+    last = min(k.shape[0], i1 + shift)  # the keys the last row sees
+    for j0 in range(0, last, BLOCK_K):
+        j1 = min(last, j0 + BLOCK_K)
+        for j in range(j0, j1):
+            for c in range(d):
+                kt[c, j - j0] = k[j, c]
+        for r in range(rows):
+            n = max(0, min(j1, i0 + r + shift + 1) - j0)  # this row's keys in the block
+            seen[r] = n
+            sr = shifted[r * BLOCK_K : r * BLOCK_K + BLOCK_K]
+            sr[:] = 0.0
+            if n == 0:
+                alpha[r] = 1.0
+                continue
+            qr = q[i0 + r]
+            for c in range(d):
+                qc = qr[c] * scale
+                for j in range(n):
+                    sr[j] += qc * kt[c, j]
+            top = m[r]
+            for j in range(n):
+                top = sr[j] if sr[j] > top else top
+            alpha[r] = math.exp(m[r] - top)
+            m[r] = top
+            for j in range(n):
+                sr[j] -= top
+        exp_loop(weights, shifted)
+        for r in range(rows):
+            n = seen[r]
+            pr = weights[r * BLOCK_K : r * BLOCK_K + n]
+            added = 0.0
+            for j in range(n):
+                added += pr[j]
+            total[r] = total[r] * alpha[r] + added
+            ar = acc[r]
+            a = alpha[r]
+            for c in range(dv):
+                ar[c] *= a
+            for j in range(n):
+                pj = pr[j]
+                vj = v[j0 + j]
+                for c in range(dv):
+                    ar[c] += pj * vj[c]
+    for r in range(rows):
+        inv = 1.0 / total[r]
+        for c in range(dv):
+            out[i0 + r, c] = acc[r, c] * inv
+        lse[i0 + r] = m[r] + math.log(total[r])
+
+
+@njit(fastmath=FASTMATH)
+def attention_backward_head(
+    q: Any, k: Any, v: Any, out: Any, lse: Any, dout: Any,
+    dq: Any, dk: Any, dv: Any, shift: int, scale: float,
+) -> None:  # fmt: skip
+    """The gradients of one (batch, head)'s causal attention, recomputing each weight
+    ``p = exp(score - lse)`` from the saved log-sum-exp (FlashAttention's backward): with
+    ``D_i = dout_i . out_i``, ``ds = p (dout_i . v_j - D_i)``; ``dv_j += p dout_i``,
+    ``dq_i += scale ds k_j``, ``dk_j += scale ds q_i``. Pair by pair: a version in
+    blocks of keys, transposed (vector loops over the keys), measured slower at the
+    milestone's 48 heads x 64 x 32 (3.7 against 2.6 ms) and 10% faster at 96 x 256 x 64."""
+    t, d = q.shape
+    dq[:] = 0.0
+    dk[:] = 0.0
+    dv[:] = 0.0
+    for i in range(t):
+        qi, oi, gi, dqi = q[i], out[i], dout[i], dq[i]
+        big_d = 0.0
+        for c in range(v.shape[1]):
+            big_d += gi[c] * oi[c]
+        for j in range(min(k.shape[0], i + shift + 1)):
+            kj, vj = k[j], v[j]
+            score = 0.0
+            for c in range(d):
+                score += qi[c] * kj[c]
+            p = math.exp(score * scale - lse[i])
+            dp = 0.0
+            for c in range(v.shape[1]):
+                dp += gi[c] * vj[c]
+                dv[j, c] += p * gi[c]
+            ds = p * (dp - big_d) * scale
+            dkj = dk[j]
+            for c in range(d):
+                dqi[c] += ds * kj[c]
+                dkj[c] += ds * qi[c]
+
+
 # END SOLUTION
 
 
@@ -347,6 +457,42 @@ def gelu_backward(x: Any, d: Any, dx: Any) -> None:
     slope is recomputed from ``x``, so the forward saves only its input."""
     # BEGIN SOLUTION 5.5
     gelu_all(x, dx, d, True)
+    # END SOLUTION
+
+
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
+def causal_attention(q: Any, k: Any, v: Any, out: Any, lse: Any, scale: float) -> None:
+    """``out = softmax(scale q k^T, causal) v`` for each of ``q.shape[0]`` (batch, head)
+    pairs: ``q`` ``(BH, T, D)``, ``k`` ``(BH, S, D)``, ``v`` ``(BH, S, Dv)``, ``out``
+    ``(BH, T, Dv)``, contiguous, one dtype, ``S >= T``; query ``i`` sees keys ``j <= i +
+    S - T``. ``lse[b, i]`` (float64) gets the log of query ``i``'s softmax denominator
+    with the maximum put back (``log sum_j exp(score_ij)``), for the backward. Memory:
+    a block of scores per row at a time, never ``T x S`` (the online softmax)."""
+    # BEGIN SOLUTION 5.5
+    heads, t = q.shape[0], q.shape[1]
+    shift = k.shape[1] - t
+    blocks = (t + BLOCK_Q - 1) // BLOCK_Q
+    for task in prange(heads * blocks):
+        b, i0 = task // blocks, task % blocks * BLOCK_Q
+        attention_rows(q[b], k[b], v[b], out[b], lse[b], i0, min(t, i0 + BLOCK_Q), shift, scale)
+    # END SOLUTION
+
+
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
+def causal_attention_backward(
+    q: Any, k: Any, v: Any, out: Any, lse: Any, dout: Any,
+    dq: Any, dk: Any, dv: Any, scale: float,
+) -> None:  # fmt: skip
+    """The gradients of :func:`causal_attention` for the upstream gradient ``dout``
+    (``out``'s shape): ``dq``, ``dk``, ``dv`` (the shapes of ``q``, ``k``, ``v``), from
+    the inputs, ``out`` and ``lse``, recomputing the attention weights (no ``T x S``
+    array kept from the forward)."""
+    # BEGIN SOLUTION 5.5
+    t = q.shape[1]
+    shift = k.shape[1] - t
+    for b in prange(q.shape[0]):
+        attention_backward_head(q[b], k[b], v[b], out[b], lse[b], dout[b], dq[b], dk[b],
+                                dv[b], shift, scale)  # fmt: skip
     # END SOLUTION
 
 
@@ -471,6 +617,38 @@ class FusedGELU(Function):
         return _tensor(dx, d.shape, d)
 
 
+def _heads(x: Tensor) -> np.ndarray:
+    """``x`` ``(..., T, D)`` as a contiguous ``(BH, T, D)`` array (a copy if needed)."""
+    data = x._tensor
+    shape = (-1, *x.shape[-2:])
+    if data.is_contiguous() and data._storage.size == x.size:
+        return data._storage.reshape(shape)
+    return np.ascontiguousarray(x.to_numpy()).reshape(shape)
+
+
+class FusedAttention(Function):
+    """Causal scaled dot-product attention by :func:`causal_attention`; ``q``, ``k``,
+    ``v``, the output and one float64 number per query are saved."""
+
+    @staticmethod
+    def forward(ctx: Context, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        qa, ka, va = _heads(q), _heads(k), _heads(v)
+        out = np.empty((qa.shape[0], qa.shape[1], va.shape[2]), qa.dtype)
+        lse = np.empty(qa.shape[:2])
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        causal_attention(qa, ka, va, out, lse, scale)
+        ctx.save_for_backward(qa, ka, va, out, lse, scale, (q.shape, k.shape, v.shape))
+        return _tensor(out, (*q.shape[:-1], v.shape[-1]), q)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        qa, ka, va, out, lse, scale, shapes = ctx.saved_values
+        dq, dk, dv = np.empty_like(qa), np.empty_like(ka), np.empty_like(va)
+        dout = _heads(d).astype(qa.dtype, copy=False)
+        causal_attention_backward(qa, ka, va, out, lse, dout, dq, dk, dv, scale)
+        return tuple(_tensor(g, shape, d) for g, shape in zip((dq, dk, dv), shapes, strict=True))
+
+
 def _stub(error: NotImplementedError) -> bool:
     """Whether ``error`` is the handout's stub of this task (then the route turns off)."""
     global use_fused
@@ -532,6 +710,21 @@ def gelu(x: Tensor) -> Tensor | None:
         return None
     try:
         return FusedGELU.apply(x)
+    except NotImplementedError as error:
+        if not _stub(error):
+            raise
+        return None
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor | None:
+    """Causal ``scaled_dot_product_attention(q, k, v)`` (no mask, no dropout) by the fused
+    kernels, or None where they do not apply."""
+    if not (applies(q) and k.dtype == q.dtype and v.dtype == q.dtype and len(q.shape) >= 2):
+        return None
+    if k.backend is not q.backend or v.backend is not q.backend or k.shape[-2] < q.shape[-2]:
+        return None
+    try:
+        return FusedAttention.apply(q, k, v)
     except NotImplementedError as error:
         if not _stub(error):
             raise

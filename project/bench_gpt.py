@@ -19,6 +19,9 @@ threads as there are cores. Each library runs in its own child process.
 * **Fused kernels** (task 5.5): softmax, LayerNorm and GELU, forward and backward, on
   a ``(4096, 1024)`` tensor, by the fused kernels and by the unfused route
   (``fused.plain_route()``), and the bandwidth that implies against a NumPy copy.
+* **Attention memory**: the growth of a fresh process's peak resident memory over one
+  causal attention forward at T = 1024 and 2048 (inputs requiring gradients): ours
+  fused, ours unfused, PyTorch's unfused ``q @ k^T`` / softmax / ``@ v``.
 * ``--train``: both libraries train the milestone configuration for ``--iters`` steps
   with the same schedule and the same batches (``get_batch`` with one seed), and report
   the final validation loss on the same fixed batches: the milestone asks for ours
@@ -249,12 +252,67 @@ def kernels(dtype: str, steps: int) -> dict[str, dict[str, float]]:
     return out
 
 
+MEMORY_HEADS, MEMORY_WIDTH = 4, 32
+"""Attention's memory benchmark: one sequence, 4 heads of 32 channels, float32."""
+
+
+def attention_memory(library: str, t: int) -> dict[str, float]:
+    """The growth of this process's peak resident memory (bytes) over one causal
+    attention forward of ``(1, 4, t, 32)`` float32 inputs that require gradients (what
+    a training step keeps for its backward): ``minitorch`` by task 5.5's kernel,
+    ``minitorch-unfused`` by task 5.2's composition, ``torch`` by ``q @ k^T``, a masked
+    softmax and ``@ v`` (PyTorch's unfused attention). Compilation and a small warm-up
+    come first, so the peak they set is below what is measured."""
+    import resource
+
+    def peak() -> int:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+    rng = np.random.default_rng(0)
+
+    def inputs(n: int) -> list[np.ndarray]:
+        shape = (1, MEMORY_HEADS, n, MEMORY_WIDTH)
+        return [rng.normal(size=shape).astype(np.float32) for _ in range(3)]
+
+    if library == "torch":
+        import torch
+
+        def forward(arrays: list[np.ndarray]) -> Any:
+            q, k, v = (torch.tensor(a, requires_grad=True) for a in arrays)
+            n = q.shape[-2]
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            mask = torch.ones(n, n, dtype=torch.bool).tril()
+            return torch.softmax(scores.masked_fill(~mask, float("-inf")), -1) @ v
+    else:
+        from module1.tensor import from_numpy
+        from module2.fast_ops import FastTensorBackend
+        from module5 import functional, fused
+
+        def forward(arrays: list[np.ndarray]) -> Any:
+            q, k, v = (from_numpy(a, FastTensorBackend).requires_grad_() for a in arrays)
+            if library == "minitorch-unfused":
+                with fused.plain_route():
+                    return functional.scaled_dot_product_attention(q, k, v, causal=True)
+            return functional.scaled_dot_product_attention(q, k, v, causal=True)
+
+    kept = forward(inputs(16))  # compile and warm up, at a small size
+    del kept
+    arrays = inputs(t)
+    before = peak()
+    kept = forward(arrays)  # (held: what a training step keeps counts)
+    grown = peak() - before
+    del kept
+    return {"bytes": float(grown)}
+
+
 def worker(library: str, mode: str, config_name: str, dtype: str, steps: int, iters: int) -> Any:
     from module5.optim import cosine_lr
     from module5.text import get_batch
 
     if mode == "kernels":
         return kernels(dtype, steps)
+    if mode == "memory":
+        return attention_memory(library, int(config_name))
     config = MILESTONE if config_name == "milestone" else LARGE
     tok, train, val = _data()
     lib = (Ours if library == "minitorch" else Theirs)(config, tok.vocab_size, dtype)
@@ -369,6 +427,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         fused_table.title = (f"forward + backward on {KERNEL_ROWS} x {KERNEL_N} (GB/s: 5 x the "
                              "array's bytes, the least a fused kernel moves)")  # fmt: skip
         report.show(fused_table)
+        memory = Table("T", "ours, fused (task 5.5)", "ours, unfused (task 5.2)",
+                       "PyTorch, unfused", "one T x T float32 score matrix per head",
+                       title=f"peak memory of one causal attention forward, 1 x "
+                       f"{MEMORY_HEADS} heads x T x {MEMORY_WIDTH}, float32, MiB")  # fmt: skip
+        for t in (1024, 2048):
+            row = [str(t)]
+            for library in ("minitorch", "minitorch-unfused", "torch"):
+                res = run_worker([library, "memory", str(t), "float32", *steps])
+                if library == "torch" and not have_torch:
+                    res = None
+                row.append(f"{res['bytes'] / 2**20:.1f}" if res else "-")
+            row.append(f"{MEMORY_HEADS * t * t * 4 / 2**20:.0f}")
+            memory.add_row(*row)
+        report.show(memory)
     if not have_torch:
         report.note("PyTorch is not installed: `pip install torch==2.13.0` for the comparison.")
     if ns.markdown:

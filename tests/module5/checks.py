@@ -560,3 +560,32 @@ def gelu_kernels(rng: np.random.Generator) -> Any:
 
         out.append(raised(run))
     return out
+
+
+@check("5.5", rtol=1e-4, atol=1e-5)
+def causal_attention(rng: np.random.Generator) -> Any:
+    """Causal attention and its gradients over (batch x head) rows: query counts around
+    32, key counts around 64, more keys than queries, one query; ``out``, ``lse``,
+    ``dq``, ``dk``, ``dv``."""
+    from module5.fused import causal_attention as forward
+    from module5.fused import causal_attention_backward as backward
+
+    out = []
+    for i, (heads, t, s, d, dv) in enumerate(
+        ((2, 5, 5, 4, 4), (1, 33, 65, 8, 3), (2, 1, 9, 4, 4), (1, 40, 70, 16, 16))
+    ):
+        dtype = DTYPES[i % 2]
+        q, k = rng.normal(size=(heads, t, d)), rng.normal(size=(heads, s, d))
+        v, g = rng.normal(size=(heads, s, dv)), rng.normal(size=(heads, t, dv))
+        q, k, v, g = (a.astype(dtype) for a in (q, k, v, g))
+
+        def run(q: Array = q, k: Array = k, v: Array = v, g: Array = g) -> Any:
+            o, lse = np.full((*q.shape[:2], v.shape[2]), 7.0, q.dtype), np.full(q.shape[:2], 7.0)
+            scale = 1 / math.sqrt(q.shape[2])
+            forward(q, k, v, o, lse, scale)
+            grads = [np.full_like(a, 7.0) for a in (q, k, v)]
+            backward(q, k, v, o, lse, g, *grads, scale)
+            return [o, lse, *grads]
+
+        out.append(raised(run))
+    return out

@@ -22,6 +22,8 @@ from module1.tensor import Tensor, from_numpy
 from module2.fast_ops import FastTensorBackend as FAST
 from module5 import functional, fused
 from module5.fused import (
+    causal_attention,
+    causal_attention_backward,
     gelu_backward,
     gelu_forward,
     layer_norm_rows,
@@ -193,6 +195,70 @@ def test_gelu_kernels_match_numpy_across_chunks(dtype: type) -> None:
         close(dx, d * slope, dtype, scale=16.0, what=f"gelu_backward {n}")
 
 
+# -- causal attention -------------------------------------------------------------------
+
+
+def np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple:
+    """Causal attention in float64 with every weight kept: out, lse and the weights."""
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    t, s = q.shape[-2], k.shape[-2]
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    scores = np.where(np.tri(t, s, s - t, dtype=bool), scores, -np.inf)
+    top = scores.max(-1, keepdims=True)
+    e = np.exp(scores - top)
+    total = e.sum(-1, keepdims=True)
+    p = e / total
+    return p @ v, (top + np.log(total))[..., 0], p
+
+
+# (heads, T, S, D, Dv): T around the 32-query task, S around the 64-key block, keys
+# past the queries (a KV cache), one query, a head width that is not a power of two
+ATTENTION_SHAPES = [
+    (3, 5, 5, 4, 4), (2, 31, 31, 8, 8), (2, 32, 32, 8, 3), (1, 33, 65, 16, 16),
+    (2, 64, 64, 5, 7), (1, 65, 129, 8, 8), (3, 1, 7, 4, 4), (1, 40, 200, 32, 32),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_causal_attention_matches_numpy(dtype: type) -> None:
+    rng = np.random.default_rng(9)
+    for heads, t_, s_, d, dv in ATTENTION_SHAPES:
+        q, k = rng.normal(size=(heads, t_, d)), rng.normal(size=(heads, s_, d))
+        v = rng.normal(size=(heads, s_, dv))
+        q, k, v = (a.astype(dtype) for a in (q, k, v))
+        out, lse = np.full((heads, t_, dv), np.nan, dtype), np.full((heads, t_), np.nan)
+        causal_attention(q, k, v, out, lse, 1 / math.sqrt(d))
+        want, want_lse, _ = np_attention(q, k, v)
+        what = f"causal_attention {np.dtype(dtype).name} heads {heads} T {t_} S {s_} D {d}"
+        close(out, want, dtype, scale=4.0, what=what)
+        np.testing.assert_allclose(
+            lse, want_lse, rtol=ULPS[dtype], atol=ULPS[dtype] * 16, err_msg=what
+        )
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_causal_attention_backward_matches_numpy(dtype: type) -> None:
+    rng = np.random.default_rng(10)
+    for heads, t_, s_, d, dv in ATTENTION_SHAPES:
+        q, k = rng.normal(size=(heads, t_, d)), rng.normal(size=(heads, s_, d))
+        v, g = rng.normal(size=(heads, s_, dv)), rng.normal(size=(heads, t_, dv))
+        q, k, v, g = (a.astype(dtype) for a in (q, k, v, g))
+        out, lse = np.empty((heads, t_, dv), dtype), np.empty((heads, t_))
+        scale = 1 / math.sqrt(d)
+        causal_attention(q, k, v, out, lse, scale)
+        dq, dk, dv_ = (np.full_like(a, np.nan) for a in (q, k, v))
+        causal_attention_backward(q, k, v, out, lse, g, dq, dk, dv_, scale)
+        _, _, p = np_attention(q, k, v)
+        g64 = g.astype(np.float64)
+        want_dv = np.swapaxes(p, -1, -2) @ g64
+        dp = g64 @ np.swapaxes(v.astype(np.float64), -1, -2)
+        ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
+        want_dq, want_dk = ds @ k.astype(np.float64), np.swapaxes(ds, -1, -2) @ q.astype(np.float64)
+        what = f"attention backward {np.dtype(dtype).name} heads {heads} T {t_} S {s_} D {d}"
+        for name, got, want in (("dq", dq, want_dq), ("dk", dk, want_dk), ("dv", dv_, want_dv)):
+            close(got, want, dtype, scale=16.0 * math.sqrt(s_), what=f"{what}: {name}")
+
+
 # -- the route --------------------------------------------------------------------------
 
 
@@ -228,6 +294,14 @@ def test_the_fused_route_matches_the_plain_one(dtype: type) -> None:
         "gelu": (functional.gelu, (x,)),
         "softmax": (lambda a: functional.masked_softmax(a), (x,)),
         "causal softmax": (lambda a: functional.masked_softmax(a, keep), (x,)),
+        "causal attention": (
+            lambda a, c, d: functional.scaled_dot_product_attention(a, c, d, causal=True),
+            (x[..., :4], x[..., 1:5], x),  # q, k of 4 channels, v of 9; 5 queries and keys
+        ),
+        "attention over a cache": (
+            lambda a, c, d: functional.scaled_dot_product_attention(a, c, d, causal=True),
+            (x[:, :, :2, :4], x[..., :4], x),  # 2 queries over 5 keys
+        ),
     }
     for name, (fn, arrays) in cases.items():
         fast, plain = both_routes(fn, *arrays)
@@ -258,4 +332,12 @@ def test_fused_gradients_match_central_differences() -> None:
     grad_check(fused_only(functional.gelu, made), t(x * 3))
     grad_check(fused_only(lambda a: functional.masked_softmax(a, keep), made), t(x))
     grad_check(fused_only(lambda a: functional.masked_softmax(a), made), t(x))
-    assert made == ["FusedLayerNorm", "FusedGELU", "FusedSoftmax", "FusedSoftmax"], made
+    qkv = rng.normal(size=(3, 2, 4, 3))
+
+    def attend(a: Tensor, c: Tensor, d: Tensor) -> Tensor:
+        return functional.scaled_dot_product_attention(a, c, d, causal=True)
+
+    grad_check(fused_only(attend, made), t(qkv[0]), t(qkv[1]), t(qkv[2]))
+    grad_check(fused_only(attend, made), t(qkv[0][:, 1:]), t(qkv[1]), t(qkv[2]))
+    assert made == ["FusedLayerNorm", "FusedGELU", "FusedSoftmax", "FusedSoftmax",
+                    "FusedAttention", "FusedAttention"], made  # fmt: skip

@@ -244,6 +244,68 @@ for i in range(len(x)):
     dx[i] = d[i] * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du)
 """
 
+CAUSAL_ATTENTION = """
+heads, t, d = q.shape
+keys, width = k.shape[1], v.shape[2]
+shift = keys - t
+for task in prange(heads * t):
+    b = task // t
+    i = task % t
+    m = -math.inf
+    total = 0.0
+    acc = np.zeros(width)
+    for j in range(min(keys, i + shift + 1)):
+        score = 0.0
+        for c in range(d):
+            score += q[b, i, c] * k[b, j, c]
+        score *= scale
+        if score > m:
+            alpha = math.exp(m - score)
+            total *= alpha
+            for c in range(width):
+                acc[c] *= alpha
+            m = score
+        p = math.exp(score - m)
+        total += p
+        for c in range(width):
+            acc[c] += p * v[b, j, c]
+    for c in range(width):
+        out[b, i, c] = acc[c] / total
+    lse[b, i] = m + math.log(total)
+"""
+
+CAUSAL_ATTENTION_BACKWARD = """
+heads, t, d = q.shape
+keys, width = k.shape[1], v.shape[2]
+shift = keys - t
+for b in prange(heads):
+    for i in range(t):
+        for c in range(d):
+            dq[b, i, c] = 0.0
+    for j in range(keys):
+        for c in range(d):
+            dk[b, j, c] = 0.0
+        for c in range(width):
+            dv[b, j, c] = 0.0
+    for i in range(t):
+        big = 0.0
+        for c in range(width):
+            big += dout[b, i, c] * out[b, i, c]
+        for j in range(min(keys, i + shift + 1)):
+            score = 0.0
+            for c in range(d):
+                score += q[b, i, c] * k[b, j, c]
+            p = math.exp(score * scale - lse[b, i])
+            dp = 0.0
+            for c in range(width):
+                dp += dout[b, i, c] * v[b, j, c]
+                dv[b, j, c] += p * dout[b, i, c]
+            ds = p * (dp - big) * scale
+            for c in range(d):
+                dq[b, i, c] += ds * k[b, j, c]
+                dk[b, j, c] += ds * q[b, i, c]
+"""
+
 BODIES: dict[tuple[str, str], str] = {
     ("5.5", "softmax_rows"): SOFTMAX_ROWS,
     ("5.5", "softmax_rows_backward"): SOFTMAX_ROWS_BACKWARD,
@@ -251,6 +313,8 @@ BODIES: dict[tuple[str, str], str] = {
     ("5.5", "layer_norm_rows_backward"): LAYER_NORM_ROWS_BACKWARD,
     ("5.5", "gelu_forward"): GELU_KERNEL_FORWARD,
     ("5.5", "gelu_backward"): GELU_KERNEL_BACKWARD,
+    ("5.5", "causal_attention"): CAUSAL_ATTENTION,
+    ("5.5", "causal_attention_backward"): CAUSAL_ATTENTION_BACKWARD,
     ("5.1", "LayerNormFun.forward"): LAYER_NORM_FORWARD,
     ("5.1", "LayerNormFun.backward"): LAYER_NORM_BACKWARD,
     ("5.1", "GELUFun.forward"): GELU_FORWARD,
