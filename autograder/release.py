@@ -73,7 +73,7 @@ class ReleaseReport:
 
 REFERENCE_CODE = (
     "module2/fast_paths.py", "module2/vector_math.py", "tests/module2/test_fast_paths.py",
-    "tests/module2/test_gemm_tiles.py",
+    "tests/module2/test_gemm_tiles.py", "module5/fused_cuda.py", "tests/module5/test_fused_cuda.py",
     "module4/conv_paths.py",
 )  # fmt: skip
 """The reference's optional fast paths (and their tests): its solutions use them, so the

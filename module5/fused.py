@@ -37,6 +37,8 @@ that values are finite, so a NaN or an infinity in a row still shows in its outp
 SERIAL_MAX = 1 << 15
 """Inputs of fewer entries run on the calling thread: waking the thread pool costs more
 than a second core saves on a row or two (a generation step's attention)."""
+ROWS_PER_TASK = 16
+"""Rows of one parallel task of the softmax (its scratch row is made once per task)."""
 CHUNK, SPAN = 512, 8192
 """GELU's kernels work through ``CHUNK`` entries at a time (scratch that stays in L1),
 a parallel task taking ``SPAN`` entries."""
@@ -99,7 +101,8 @@ def softmax_row(x: Any, out: Any, kept: int, scratch: Any) -> None:
     total = out[0] * 0.0
     for j in range(kept):
         total += out[j]
-    scale = 1.0 / total
+    scratch[0] = 1.0 / total  # the scale in the row's dtype: float32 stays float32
+    scale = scratch[0]
     for j in range(kept):
         out[j] *= scale
     for j in range(kept, len(out)):
@@ -373,8 +376,11 @@ def softmax_rows(x: Any, out: Any, period: int, shift: int) -> None:
         for r in range(rows):
             softmax_row(x[r], out[r], min(n, r % period + shift + 1), scratch)
         return
-    for r in prange(rows):
-        softmax_row(x[r], out[r], min(n, r % period + shift + 1), np.empty(n, x.dtype))
+    tasks = (rows + ROWS_PER_TASK - 1) // ROWS_PER_TASK
+    for task in prange(tasks):
+        scratch = np.empty(n, x.dtype)  # one per task, not per row
+        for r in range(task * ROWS_PER_TASK, min(rows, (task + 1) * ROWS_PER_TASK)):
+            softmax_row(x[r], out[r], min(n, r % period + shift + 1), scratch)
     # END SOLUTION
 
 
@@ -675,13 +681,29 @@ def causal_period(keep: np.ndarray | None, shape: tuple[int, ...]) -> tuple[int,
     return t, s - t
 
 
+def _cuda(x: Tensor) -> Any:
+    """The reference's CUDA kernels (``module5/fused_cuda.py``, not in a handout) for a
+    tensor in GPU memory, or None."""
+    if _plain or not len(x.shape) or not x.shape[-1] or not is_device_array(x._tensor._storage):
+        return None
+    try:
+        from module5 import fused_cuda
+    except ModuleNotFoundError:  # a handout: the plain route
+        return None
+    return fused_cuda
+
+
 def softmax(x: Tensor, keep: np.ndarray | None) -> Tensor | None:
     """``masked_softmax(x, keep)`` by the fused kernels, or None where they do not apply
-    (another backend, a mask that is not causal, the task not done)."""
-    if not applies(x):
-        return None
-    period = causal_period(keep, x.shape)
+    (another backend, a mask that is not causal, the task not done). A tensor in GPU
+    memory takes the reference's CUDA kernels where they are present."""
+    period = causal_period(keep, x.shape) if len(x.shape) else None
     if period is None:
+        return None
+    cuda_kernels = _cuda(x)
+    if cuda_kernels is not None:
+        return cuda_kernels.CudaSoftmax.apply(x, *period)
+    if not applies(x):
         return None
     try:
         return FusedSoftmax.apply(x, *period)
@@ -692,9 +714,14 @@ def softmax(x: Tensor, keep: np.ndarray | None) -> Tensor | None:
 
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float) -> Tensor | None:
-    """``layer_norm(x, weight, bias, eps)`` by the fused kernels, or None where they do
-    not apply."""
-    if not (applies(x) and weight.dtype == x.dtype and bias.dtype == x.dtype):
+    """``layer_norm(x, weight, bias, eps)`` by the fused kernels (or, in GPU memory, the
+    reference's CUDA kernels where present), or None where they do not apply."""
+    if weight.dtype != x.dtype or bias.dtype != x.dtype:
+        return None
+    cuda_kernels = _cuda(x)
+    if cuda_kernels is not None and is_device_array(weight._tensor._storage):
+        return cuda_kernels.CudaLayerNorm.apply(x, weight, bias, eps)
+    if not applies(x):
         return None
     try:
         return FusedLayerNorm.apply(x, weight, bias, eps)
