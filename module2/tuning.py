@@ -71,7 +71,7 @@ def optimise_at_level_2() -> None:
 def compile_features() -> str:
     """The CPU features Numba compiles for: ``NUMBA_CPU_FEATURES`` when it is set (an
     LLVM feature list, ``"+avx2,+fma,-avx512f,..."``), else this machine's."""
-    features = numba.core.config.CPU_FEATURES
+    features = getattr(numba.core.config, "CPU_FEATURES", None)
     return llvm.get_host_cpu_features().flatten() if features is None else features
 
 

@@ -652,7 +652,8 @@ class FusedAttention(Function):
         dq, dk, dv = np.empty_like(qa), np.empty_like(ka), np.empty_like(va)
         dout = _heads(d).astype(qa.dtype, copy=False)
         causal_attention_backward(qa, ka, va, out, lse, dout, dq, dk, dv, scale)
-        return tuple(_tensor(g, shape, d) for g, shape in zip((dq, dk, dv), shapes, strict=True))
+        q_shape, k_shape, v_shape = shapes
+        return _tensor(dq, q_shape, d), _tensor(dk, k_shape, d), _tensor(dv, v_shape, d)
 
 
 def _stub(error: NotImplementedError) -> bool:
