@@ -1,4 +1,5 @@
-"""Task 5.5 (optional): fused softmax, LayerNorm and GELU kernels on the fast CPU backend.
+"""Task 5.5 (optional): fused softmax, LayerNorm, GELU and causal attention kernels on
+the fast CPU backend.
 
 Tasks 5.1 and 5.2 compose LayerNorm and the masked softmax from tensor operations:
 each step (subtract the mean, square, sum, scale, ...) is a kernel that reads a whole
@@ -9,11 +10,12 @@ exponentials and their sum, then one scaling pass. The backward of each needs on
 saved row (softmax: its output; LayerNorm: the input, with two numbers per row). GELU,
 eleven tensor operations forward and backward, becomes one pass each way.
 
-The task is the six kernels below, on contiguous ``(rows, n)`` NumPy arrays of
-float64 or float32. Until they are done (the handout's stubs raise
-``NotImplementedError("Task 5.5: ...")``), :func:`softmax`, :func:`layer_norm` and
-:func:`gelu` answer None and ``module5.functional`` computes with tasks 5.1 and 5.2's code: nothing
-else waits for this task. The README's "Task 5.5" gives the contracts and the bar.
+The task is the eight kernels below (four forwards, four backwards), on contiguous
+NumPy arrays of float64 or float32. Until they are done (the handout's stubs raise
+``NotImplementedError("Task 5.5: ...")``), :func:`softmax`, :func:`layer_norm`,
+:func:`gelu` and :func:`attention` answer None and ``module5.functional`` computes with
+tasks 5.1 and 5.2's code: nothing else waits for this task. The README's "Task 5.5"
+gives the contracts and the bar.
 """
 
 from __future__ import annotations
@@ -229,25 +231,6 @@ def gelu_span(x: Any, out: Any, d: Any, backward: bool) -> None:
 
 
 @njit(fastmath=FASTMATH)
-def gelu_all(x: Any, out: Any, d: Any, backward: bool) -> None:
-    """:func:`gelu_span` over flat arrays: on this thread below :data:`SERIAL_MAX`
-    entries, else in parallel spans of :data:`SPAN`."""
-    n = len(x)
-    if n < SERIAL_MAX:
-        gelu_span(x, out, d, backward)
-        return
-    gelu_parallel(x, out, d, backward, (n + SPAN - 1) // SPAN)
-
-
-@njit(parallel=True, fastmath=FASTMATH)
-def gelu_parallel(x: Any, out: Any, d: Any, backward: bool, spans: int) -> None:
-    n = len(x)
-    for c in prange(spans):
-        lo, hi = c * SPAN, min(n, (c + 1) * SPAN)
-        gelu_span(x[lo:hi], out[lo:hi], d[lo:hi], backward)
-
-
-@njit(fastmath=FASTMATH)
 def attention_rows(
     q: Any, k: Any, v: Any, out: Any, lse: Any, i0: int, i1: int, shift: int, scale: float
 ) -> None:
@@ -448,21 +431,33 @@ def layer_norm_rows_backward(
     # END SOLUTION
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
 def gelu_forward(x: Any, out: Any) -> None:
     """``out = x/2 (1 + tanh(C (x + 0.044715 x^3)))`` entry by entry, for flat contiguous
     arrays of one dtype (task 5.1's GELU, in one pass)."""
     # BEGIN SOLUTION 5.5
-    gelu_all(x, out, x, False)
+    n = len(x)
+    if n < SERIAL_MAX:
+        gelu_span(x, out, x, False)
+        return
+    for c in prange((n + SPAN - 1) // SPAN):
+        lo, hi = c * SPAN, min(n, (c + 1) * SPAN)
+        gelu_span(x[lo:hi], out[lo:hi], x[lo:hi], False)
     # END SOLUTION
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(parallel=True, cache=True, fastmath=FASTMATH)
 def gelu_backward(x: Any, d: Any, dx: Any) -> None:
     """``dx = d * gelu'(x)`` entry by entry (flat contiguous arrays of one dtype): the
     slope is recomputed from ``x``, so the forward saves only its input."""
     # BEGIN SOLUTION 5.5
-    gelu_all(x, dx, d, True)
+    n = len(x)
+    if n < SERIAL_MAX:
+        gelu_span(x, dx, d, True)
+        return
+    for c in prange((n + SPAN - 1) // SPAN):
+        lo, hi = c * SPAN, min(n, (c + 1) * SPAN)
+        gelu_span(x[lo:hi], dx[lo:hi], d[lo:hi], True)
     # END SOLUTION
 
 
@@ -505,10 +500,10 @@ def causal_attention_backward(
 # ## Given: the Functions around the kernels, and the switch
 
 use_fused = True
-"""Whether the fast backend's LayerNorm and softmax go through the kernels above. The
-first time one raises the handout's stub error (a NotImplementedError whose message
-starts with ``"Task 5.5:"``), this turns False for the rest of the process; any other
-error propagates."""
+"""Whether the fast backend's LayerNorm, GELU, softmax and causal attention go through
+the kernels above. The first time one raises the handout's stub error (a
+NotImplementedError whose message starts with ``"Task 5.5:"``), this turns False for
+the rest of the process; any other error propagates."""
 _plain = 0
 
 
