@@ -7,7 +7,8 @@ own tensor operations on their (detached) inputs, so stage 2's fast CPU kernels 
 stage 3's CUDA kernels run them unchanged. On the fast CPU backend, once task 5.5 is
 done, :func:`layer_norm`, :func:`gelu`, :func:`masked_softmax` (unmasked or causal) and
 causal :func:`scaled_dot_product_attention` take its fused kernels instead
-(``module5/fused.py``); ``fused.plain_route()`` turns that off. ``narrow`` and ``cat``
+(``module5/fused.py``, through ``module5/fused_route.py``); ``fused_route.plain_route()``
+turns that off. ``narrow`` and ``cat``
 copy through NumPy, as stage 4's embedding lookup does.
 """
 
@@ -23,7 +24,7 @@ from module0.autodiff import Context
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_data import ShapeError
 from module1.tensor_functions import Function
-from module5 import fused
+from module5 import fused_route
 
 # -- LayerNorm -----------------------------------------------------------------------------
 
@@ -84,7 +85,7 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Te
         raise ShapeError(
             f"layer_norm: weight {weight.shape} and bias {bias.shape} must both be ({n},)"
         )
-    fast = fused.layer_norm(x, weight, bias, float(eps))  # task 5.5's kernels, once done
+    fast = fused_route.layer_norm(x, weight, bias, float(eps))  # task 5.5's kernels, once done
     return fast if fast is not None else LayerNormFun.apply(x, weight, bias, float(eps))
 
 
@@ -125,7 +126,7 @@ def gelu(x: Tensor) -> Tensor:
     """GELU (tanh form) entry by entry."""
     if not isinstance(x, Tensor):
         raise TypeError(f"gelu needs a Tensor, got {type(x).__name__}")
-    fast = fused.gelu(x)  # task 5.5's kernels, once done
+    fast = fused_route.gelu(x)  # task 5.5's kernels, once done
     return fast if fast is not None else GELUFun.apply(x)
 
 
@@ -161,7 +162,7 @@ def masked_softmax(x: Tensor, keep: np.ndarray | None = None) -> Tensor:
             raise ShapeError(
                 f"masked_softmax: mask of shape {keep.shape} does not broadcast to {x.shape}"
             ) from None
-    fast = fused.softmax(x, keep)  # task 5.5's kernels, once done (no mask or causal)
+    fast = fused_route.softmax(x, keep)  # task 5.5's kernels, once done (no mask or causal)
     if fast is not None:
         return fast
     # BEGIN SOLUTION 5.2
@@ -216,7 +217,7 @@ def scaled_dot_product_attention(
     if dropout > 0.0 and rng is None:
         raise ValueError("attention: dropout needs an rng")
     if causal and mask is None and dropout == 0.0:  # task 5.5's kernel, once done
-        fast = fused.attention(q, k, v)
+        fast = fused_route.attention(q, k, v)
         if fast is not None:
             return fast
     # BEGIN SOLUTION 5.2

@@ -6,8 +6,8 @@ CPU kernels; these are what the same fusion looks like on a GPU. One block of
 partial maxima and sums through shared memory in a tree (stage 3's ``sum_practice``),
 so a row is read from global memory a fixed number of times whatever its length (a
 row of fewer entries gets fewer threads: :func:`threads_for`). The
-statistics are kept in float64 whatever the tensor's dtype. ``module5/fused.py``'s
-:func:`~module5.fused.softmax` and :func:`~module5.fused.layer_norm` take these for a
+statistics are kept in float64 whatever the tensor's dtype. ``module5/fused_route.py``'s
+:func:`~module5.fused_route.softmax` and :func:`~module5.fused_route.layer_norm` take these for a
 tensor in GPU memory; tested on Numba's CUDA simulator (``tests/module5/
 test_fused_cuda.py``), and on a GPU where one is present.
 """

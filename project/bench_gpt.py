@@ -18,7 +18,7 @@ threads as there are cores. Each library runs in its own child process.
   ours with its KV cache, PyTorch's cache-free loop (the whole context each step).
 * **Fused kernels** (task 5.5): softmax, LayerNorm and GELU, forward and backward, on
   a ``(4096, 1024)`` tensor, by the fused kernels and by the unfused route
-  (``fused.plain_route()``), and the bandwidth that implies against a NumPy copy.
+  (``fused_route.plain_route()``), and the bandwidth that implies against a NumPy copy.
 * **Attention memory**: the growth of a fresh process's peak resident memory over one
   causal attention forward at T = 1024 and 2048 (inputs requiring gradients): ours
   fused, ours unfused, PyTorch's unfused ``q @ k^T`` / softmax / ``@ v``.
@@ -212,7 +212,7 @@ def kernels(dtype: str, steps: int) -> dict[str, dict[str, float]]:
     (forward: read x, write y; backward: read two, write one)."""
     from module1.tensor import from_numpy
     from module2.fast_ops import FastTensorBackend
-    from module5 import functional, fused
+    from module5 import functional, fused_route
 
     rng = np.random.default_rng(0)
     shape = (KERNEL_ROWS, KERNEL_N)
@@ -239,9 +239,9 @@ def kernels(dtype: str, steps: int) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for name, fn in ops.items():
         fast = timed(fn)
-        with fused.plain_route():
+        with fused_route.plain_route():
             plain = timed(fn)
-        out[name] = {"fused": fast, "plain": plain, "fused_used": float(fused.use_fused)}
+        out[name] = {"fused": fast, "plain": plain, "fused_used": float(fused_route.use_fused)}
     dst = np.empty_like(x_np)
     copies = []
     for _ in range(steps + 2):
@@ -286,12 +286,12 @@ def attention_memory(library: str, t: int) -> dict[str, float]:
     else:
         from module1.tensor import from_numpy
         from module2.fast_ops import FastTensorBackend
-        from module5 import functional, fused
+        from module5 import functional, fused_route
 
         def forward(arrays: list[np.ndarray]) -> Any:
             q, k, v = (from_numpy(a, FastTensorBackend).requires_grad_() for a in arrays)
             if library == "minitorch-unfused":
-                with fused.plain_route():
+                with fused_route.plain_route():
                     return functional.scaled_dot_product_attention(q, k, v, causal=True)
             return functional.scaled_dot_product_attention(q, k, v, causal=True)
 

@@ -1,7 +1,7 @@
 """Task 5.5 (optional): the fused kernels (``module5/fused.py``) and the route to them.
 
 Oracles: NumPy in float64 for every kernel, and the plain route (tasks 5.1 and 5.2's
-Functions, under ``fused.plain_route()``) for the values and gradients of
+Functions, under ``fused_route.plain_route()``) for the values and gradients of
 ``layer_norm``, ``gelu`` and ``masked_softmax`` through the fused Functions; central
 differences in float64 for those gradients. Sizes sit on both sides of every boundary
 the reference has: a row of 1, sizes around the vectorized ``exp``'s 512-entry chunks
@@ -20,7 +20,7 @@ import pytest
 from module1.grad_check import grad_check
 from module1.tensor import Tensor, from_numpy
 from module2.fast_ops import FastTensorBackend as FAST
-from module5 import functional, fused
+from module5 import functional, fused_route
 from module5.fused import (
     causal_attention,
     causal_attention_backward,
@@ -273,7 +273,7 @@ def both_routes(fn, *arrays: np.ndarray, seed: int = 0) -> list[list[np.ndarray]
     for plain in (False, True):
         inputs = [t(a).requires_grad_() for a in arrays]
         if plain:
-            with fused.plain_route():
+            with fused_route.plain_route():
                 y = fn(*inputs)
         else:
             y = fn(*inputs)

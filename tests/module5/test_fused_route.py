@@ -1,4 +1,4 @@
-"""The route to task 5.5's fused kernels (``module5/fused.py``'s given code): which
+"""The route to task 5.5's fused kernels (``module5/fused_route.py``, given code): which
 calls it takes, and what the handout's stub error does. Not a task's tests: they hold
 on the handout too, where the kernels are stubs.
 """
@@ -11,7 +11,7 @@ import pytest
 from module1.tensor import from_numpy
 from module1.tensor_ops import SimpleBackend
 from module2.fast_ops import FastTensorBackend as FAST
-from module5 import functional, fused
+from module5 import functional, fused, fused_route
 
 
 def t(values: np.ndarray) -> object:
@@ -21,13 +21,13 @@ def t(values: np.ndarray) -> object:
 def test_other_masks_and_backends_take_the_plain_route() -> None:
     x = t(np.random.default_rng(7).normal(size=(4, 4)))
     odd = np.eye(4, dtype=bool)
-    assert fused.causal_period(odd, (4, 4)) is None
-    assert fused.causal_period(None, (4, 4)) == (1, 3)
-    assert fused.causal_period(functional.causal_mask(2, 4), (3, 2, 4)) == (2, 2)
-    assert fused.softmax(x, odd) is None
-    assert fused.gelu(from_numpy(np.zeros(3), SimpleBackend)) is None
-    with fused.plain_route():
-        assert fused.gelu(x) is None
+    assert fused_route.causal_period(odd, (4, 4)) is None
+    assert fused_route.causal_period(None, (4, 4)) == (1, 3)
+    assert fused_route.causal_period(functional.causal_mask(2, 4), (3, 2, 4)) == (2, 2)
+    assert fused_route.softmax(x, odd) is None
+    assert fused_route.gelu(from_numpy(np.zeros(3), SimpleBackend)) is None
+    with fused_route.plain_route():
+        assert fused_route.gelu(x) is None
 
 
 def test_the_stub_error_turns_the_route_off_and_others_propagate(
@@ -41,15 +41,15 @@ def test_the_stub_error_turns_the_route_off_and_others_propagate(
     def broken(*args: object) -> None:
         raise NotImplementedError("something else")
 
-    monkeypatch.setattr(fused, "use_fused", True)  # (a stub may have turned it off)
+    monkeypatch.setattr(fused_route, "use_fused", True)  # (a stub may have turned it off)
     monkeypatch.setattr(fused, "gelu_forward", broken)
     with pytest.raises(NotImplementedError, match="something else"):
         functional.gelu(x)
-    assert fused.use_fused
+    assert fused_route.use_fused
     monkeypatch.setattr(fused, "gelu_forward", stub)
-    monkeypatch.setattr(fused, "use_fused", True)
+    monkeypatch.setattr(fused_route, "use_fused", True)
     y = functional.gelu(x)  # the plain GELU answers
-    assert not fused.use_fused
+    assert not fused_route.use_fused
     assert y.history is not None and y.history.last_fn is functional.GELUFun
-    with fused.plain_route():
+    with fused_route.plain_route():
         np.testing.assert_allclose(y.to_numpy(), functional.gelu(x).to_numpy())
