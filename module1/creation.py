@@ -41,13 +41,18 @@ def from_numpy(
     backend: TensorBackend = SimpleBackend,
     requires_grad: bool = False,
     dtype: Any = None,
+    copy: bool = True,
 ) -> Tensor:
     """A tensor with a copy of ``array``'s values and its shape. Its dtype is ``dtype``,
-    else the array's when that is float32 or float64, else float64."""
+    else the array's when that is float32 or float64, else float64. With ``copy=False``
+    a writeable C-contiguous array of that dtype becomes the tensor's storage itself
+    (for an array an operation has just made and hands over: no second copy)."""
     if dtype is None:
         kept = isinstance(array, np.ndarray) and array.dtype in (float32, float64)
         dtype = array.dtype if kept else float64  # type: ignore[union-attr]
-    values = np.array(array, dtype=as_dtype(dtype))
+    values = np.array(array, dtype=as_dtype(dtype), copy=True if copy else None)
+    if not values.flags.writeable:  # a read-only view (``Tensor.numpy()``) is copied
+        values = values.copy()
     return Tensor(
         TensorData(values.reshape(-1), values.shape), backend=backend, requires_grad=requires_grad
     )

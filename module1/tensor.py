@@ -146,9 +146,11 @@ class Tensor(Variable):
     def __setitem__(self, key: int | Sequence[int], value: float) -> None:
         self._tensor.set(self._key(key), float(value))
 
-    def to_numpy(self, dtype: Any = None) -> npt.NDArray[np.float64]:
-        """A NumPy copy of the values (C order), in this tensor's shape and in ``dtype``
-        (this tensor's unless given: the copy converts as it goes)."""
+    def numpy(self) -> npt.NDArray[Any]:
+        """A read-only NumPy view of the values in this tensor's shape and strides: no
+        copy for a tensor in host memory (as PyTorch's ``.numpy()``), so reading a large
+        tensor costs nothing. It shares the storage: copy it (:meth:`to_numpy`) to keep
+        values that later steps may overwrite."""
         data = self._tensor
         storage = data.host_storage()
         steps = tuple(s * storage.itemsize for s in data.strides)
@@ -156,7 +158,14 @@ class Tensor(Variable):
             view = np.ndarray(data.shape, storage.dtype, storage, 0, steps)
         else:
             view = np.lib.stride_tricks.as_strided(storage, data.shape, steps)
-        return np.array(view, dtype=storage.dtype if dtype is None else dtype, order="C")
+        view.flags.writeable = False
+        return view
+
+    def to_numpy(self, dtype: Any = None) -> npt.NDArray[np.float64]:
+        """A NumPy copy of the values (C order), in this tensor's shape and in ``dtype``
+        (this tensor's unless given: the copy converts as it goes)."""
+        view = self.numpy()
+        return np.array(view, dtype=view.dtype if dtype is None else dtype, order="C")
 
     def tolist(self) -> Any:
         """The values as nested lists of floats (a float for a 0-d tensor)."""

@@ -246,8 +246,9 @@ class _Narrow(Function):
     @staticmethod
     def forward(ctx: Context, x: Tensor, dim: int, start: int, length: int) -> Tensor:
         ctx.save_for_backward(x.shape, dim, start, length)
-        part = np.take(x.to_numpy(), np.arange(start, start + length), axis=dim)
-        return from_numpy(np.ascontiguousarray(part), x.backend)
+        index: list[Any] = [slice(None)] * len(x.shape)
+        index[dim] = slice(start, start + length)
+        return from_numpy(x.numpy()[tuple(index)], x.backend)  # one copy, of the part
 
     @staticmethod
     def backward(ctx: Context, d: Tensor) -> Tensor:
@@ -255,8 +256,8 @@ class _Narrow(Function):
         grad = np.zeros(shape, d.dtype)
         index: list[Any] = [slice(None)] * len(shape)
         index[dim] = slice(start, start + length)
-        grad[tuple(index)] = d.to_numpy()
-        return from_numpy(grad, d.backend)
+        grad[tuple(index)] = d.numpy()
+        return from_numpy(grad, d.backend, copy=False)
 
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -284,13 +285,13 @@ class _Cat(Function):
     def forward(ctx: Context, dim: int, *parts: Tensor) -> Tensor:
         sizes = [p.shape[dim] for p in parts]
         ctx.save_for_backward(dim, sizes)
-        joined = np.concatenate([p.to_numpy() for p in parts], axis=dim)
-        return from_numpy(joined, parts[0].backend)
+        joined = np.concatenate([p.numpy() for p in parts], axis=dim)
+        return from_numpy(joined, parts[0].backend, copy=False)
 
     @staticmethod
     def backward(ctx: Context, d: Tensor) -> tuple[Tensor, ...]:
         dim, sizes = ctx.saved_values
-        pieces = np.split(d.to_numpy(), np.cumsum(sizes)[:-1], axis=dim)
+        pieces = np.split(d.numpy(), np.cumsum(sizes)[:-1], axis=dim)
         return tuple(from_numpy(np.ascontiguousarray(p), d.backend) for p in pieces)
 
 

@@ -48,7 +48,10 @@ sums into its own row of a scratch array, in parallel; then the blocks are added
 
 
 # BEGIN SOLUTION 5.5 omit
-from module2.vector_math import exp_loop  # noqa: E402
+from numba import types as nb_types  # noqa: E402
+from numba.extending import overload  # noqa: E402
+
+from module2.vector_math import exp_loop, tanh32  # noqa: E402
 
 
 @njit(fastmath=FASTMATH)
@@ -177,7 +180,7 @@ def layer_norm_backward_block(
         layer_norm_backward_row(d[r], x[r], weight, mean[r], rstd[r], dx[r], dweight, dbias)
 
 
-@njit(fastmath=FASTMATH)
+@njit(fastmath=FASTMATH, error_model="numpy")
 def gelu_tanh(x: Any, t: Any, e: Any, k: Any) -> None:
     """``t = tanh(C (x + 0.044715 x^3))`` for a chunk, as ``1 - 2 / (exp(2u) + 1)`` (the
     vectorized ``exp``; an overflow to inf gives exactly 1), ``e`` scratch, ``k`` the
@@ -202,10 +205,12 @@ def gelu_constants(like: Any) -> Any:
     return k
 
 
-@njit(fastmath=FASTMATH)
+@njit(fastmath=FASTMATH, error_model="numpy")
 def gelu_span(x: Any, out: Any, d: Any, backward: bool) -> None:
     """GELU of ``x`` into ``out``, or (``backward``) its slope times ``d``, a chunk of
-    :data:`CHUNK` at a time through two scratch arrays made once."""
+    :data:`CHUNK` at a time through two scratch arrays made once (float64: ``tanh``
+    from the vectorized ``exp``). ``error_model="numpy"``: a division that may meet 0
+    is not checked entry by entry, which kept the loops scalar (1.5x as long)."""
     t = np.empty(CHUNK, x.dtype)
     e = np.empty(CHUNK, x.dtype)
     k = gelu_constants(x)
@@ -222,6 +227,39 @@ def gelu_span(x: Any, out: Any, d: Any, backward: bool) -> None:
             v, tj = xs[j], ts[j]
             du = c + c3 * v * v
             out[lo + j] = d[lo + j] * (half * (one + tj) + half * v * (one - tj * tj) * du)
+
+
+@njit(fastmath=FASTMATH, error_model="numpy")
+def gelu_span32(x: Any, out: Any, d: Any, backward: bool) -> None:
+    """:func:`gelu_span` for float32, in one vectorized pass with stage 2's rational
+    ``tanh32`` (a dozen multiply-adds and a division per entry; 6-8x as fast as the
+    ``exp`` steps, which take three passes through scratch)."""
+    k = gelu_constants(x)
+    one, half, c, c3 = k[2], k[4], k[5], k[6]
+    b = k[1] * half  # C * 0.044715
+    if not backward:
+        for j in range(len(x)):
+            v = x[j]
+            out[j] = half * v * (one + tanh32(v * (c + b * v * v)))
+        return
+    for j in range(len(x)):
+        v = x[j]
+        t = tanh32(v * (c + b * v * v))
+        du = c + c3 * v * v
+        out[j] = d[j] * (half * (one + t) + half * v * (one - t * t) * du)
+
+
+def gelu_any(x: Any, out: Any, d: Any, backward: bool) -> None:
+    """:func:`gelu_span32` for float32 arrays, :func:`gelu_span` for the rest: chosen
+    when the caller is compiled (``_gelu_any``), so each dtype compiles one of them."""
+    (gelu_span32 if x.dtype == np.float32 else gelu_span)(x, out, d, backward)
+
+
+@overload(gelu_any)
+def _gelu_any(x, out, d, backward):  # unannotated: Numba compares them with the lambdas'
+    if x.dtype == nb_types.float32:
+        return lambda x, out, d, backward: gelu_span32(x, out, d, backward)
+    return lambda x, out, d, backward: gelu_span(x, out, d, backward)
 
 
 @njit(fastmath=FASTMATH)
@@ -432,11 +470,11 @@ def gelu_forward(x: Any, out: Any) -> None:
     # BEGIN SOLUTION 5.5
     n = len(x)
     if n < SERIAL_MAX:
-        gelu_span(x, out, x, False)
+        gelu_any(x, out, x, False)
         return
     for c in prange((n + SPAN - 1) // SPAN):
         lo, hi = c * SPAN, min(n, (c + 1) * SPAN)
-        gelu_span(x[lo:hi], out[lo:hi], x[lo:hi], False)
+        gelu_any(x[lo:hi], out[lo:hi], x[lo:hi], False)
     # END SOLUTION
 
 
@@ -447,11 +485,11 @@ def gelu_backward(x: Any, d: Any, dx: Any) -> None:
     # BEGIN SOLUTION 5.5
     n = len(x)
     if n < SERIAL_MAX:
-        gelu_span(x, dx, d, True)
+        gelu_any(x, dx, d, True)
         return
     for c in prange((n + SPAN - 1) // SPAN):
         lo, hi = c * SPAN, min(n, (c + 1) * SPAN)
-        gelu_span(x[lo:hi], dx[lo:hi], d[lo:hi], True)
+        gelu_any(x[lo:hi], dx[lo:hi], d[lo:hi], True)
     # END SOLUTION
 
 

@@ -28,7 +28,7 @@ class _LMCrossEntropy(Function):
         if data.is_contiguous() and data._storage.size == n * v:
             x = data._storage.reshape(n, v)  # the logits themselves, no copy
         else:
-            x = logits.to_numpy()
+            x = logits.numpy()
         rows = np.arange(n)
         top = x.max(axis=1, keepdims=True)
         p = np.subtract(x, top)  # the one (N, V) array: shifted, then exponentiated,
@@ -46,7 +46,7 @@ class _LMCrossEntropy(Function):
             raise RuntimeError("lm_cross_entropy: a second backward through the same loss")
         grad = kept.pop()  # the probabilities become the gradient, in place
         grad[np.arange(len(targets)), targets] -= 1.0
-        grad *= float(d.to_numpy().reshape(-1)[0]) / len(targets)
+        grad *= float(d.numpy().reshape(-1)[0]) / len(targets)
         return Tensor(TensorData(grad.reshape(-1), grad.shape), backend=backend)
 
 

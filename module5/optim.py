@@ -78,7 +78,7 @@ def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> float:
     is above ``max_norm``, in place; return ``total`` (before clipping)."""
     # BEGIN SOLUTION 5.4
     grads = [p.value.grad for p in parameters if p.value.grad is not None]
-    total = math.sqrt(sum(float(np.square(g.to_numpy(), dtype=np.float64).sum()) for g in grads))
+    total = math.sqrt(sum(float(np.square(g.numpy(), dtype=np.float64).sum()) for g in grads))
     if total > max_norm > 0:
         scale = max_norm / (total + 1e-6)
         for g in grads:

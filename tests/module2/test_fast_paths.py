@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from numba import njit
 
 from module0 import operators
 from module1.tensor import from_numpy
@@ -34,7 +35,7 @@ from module1.tensor_data import TensorData
 from module2.compiled_ops import OP_EXP, OP_LOG, OP_SIGMOID, OP_TANH, PARALLEL_MIN
 from module2.fast_ops import FastTensorBackend, tensor_map_kernel
 from module2.fast_paths import BLOCK, VECTOR_MATH_MIN, vector_math_applies, vector_math_map
-from module2.vector_math import EXP_LANES
+from module2.vector_math import EXP_LANES, tanh32
 from tests.strict import exact_tensor
 
 DTYPES = [np.float64, np.float32]
@@ -275,3 +276,32 @@ def test_maps_at_vector_math_min_with_one_edge_value(dtype: type) -> None:
             column_major = from_numpy(x.reshape(n // 2, 2).T.copy(), FastTensorBackend)
             got = exact_tensor(fn(column_major.permute(1, 0)), dtype=dtype)
             assert_within_ulps(got.reshape(-1), want, ULPS[name], f"{what}, transposed")
+
+
+@njit(fastmath={"contract"}, error_model="numpy")
+def _tanh32_loop(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(len(x)):
+        out[i] = tanh32(x[i])
+
+
+def test_rational_tanh32_within_6_ulp_and_exact_past_its_range() -> None:
+    """``tanh32`` (task 5.5's float32 GELU) at 10^6 points of [-12, 12], the edges of
+    its range and the special values, in a loop that vectorizes as the GELU's does:
+    within 6 ulp of float64's tanh rounded, exactly +-1 from 9 on, nan kept, the sign
+    of zero kept. Planted bugs caught: a coefficient off in its fourth digit (7000 ulp),
+    a clamp ``v if v <= top else top`` (nan became 9, so tanh 1)."""
+    top = np.float32(9.0)
+    edges = [top, -top, np.nextafter(top, 0), -np.nextafter(top, 0), np.nextafter(top, 10)]
+    special = [0.0, -0.0, 1e-30, -1e-30, 1e-45, np.inf, -np.inf, np.nan]
+    x = np.concatenate([np.linspace(-12, 12, 1_000_001), edges, special]).astype(np.float32)
+    out = np.full_like(x, 7.0)
+    _tanh32_loop(x, out)
+    want = np.tanh(x.astype(np.float64)).astype(np.float32)
+    finite = np.isfinite(want)
+    ulp = np.spacing(np.abs(want[finite]))
+    err = np.abs(out[finite].astype(np.float64) - want[finite]) / ulp
+    assert err.max() <= 6, f"tanh32 is {err.max():.1f} ulp off at {x[finite][err.argmax()]!r}"
+    far = np.abs(x) >= top
+    assert np.all(out[far] == np.sign(x[far])), "tanh32 must be exactly +-1 for |x| >= 9"
+    assert np.isnan(out[-1]), "tanh32(nan) must be nan"
+    assert out[-8] == 0 and not np.signbit(out[-8]) and np.signbit(out[-7]), "sign of zero"
