@@ -315,8 +315,15 @@ class GPT(Module):
         position, restricted to the ``top_k`` largest logits when given. With the KV
         cache (the default) each step runs the model on one new position against the
         cached keys and values (O(T) work per token); without it, on the whole context
-        (the last ``block_size`` tokens). When the cached context reaches
-        ``block_size`` the cache is rebuilt from the last ``block_size - 1`` tokens."""
+        (the last ``block_size`` tokens).
+
+        Past ``block_size`` tokens the cache cannot slide: every cached key was made
+        with its position's embedding. When it is full it is rebuilt from the last
+        ``block_size // 2`` tokens (one forward over them), and the next ``block_size
+        // 2`` tokens are decoded one position at a time again: about two positions'
+        work per token, where rebuilding at every token would be ``block_size``. The
+        price: right after a rebuild a token sees half a block of context, where the
+        cache-free loop shows it a whole block."""
         if temperature <= 0.0:
             raise ValueError(f"generate: temperature must be positive, got {temperature}")
         if top_k is not None and not 1 <= top_k:
@@ -334,11 +341,10 @@ class GPT(Module):
                 for _ in range(n):
                     if use_cache and cache is not None and cache.length < block:
                         logits = self.forward(tokens[:, -1:], cache)
-                    elif use_cache:
+                    elif use_cache:  # the first step, or the cache is full: (re)build it
+                        keep = block if cache is None else max(1, block // 2)
                         cache = KVCache()
-                        logits = self.forward(
-                            tokens[:, -(block - 1) if tokens.shape[1] >= block else 0 :], cache
-                        )
+                        logits = self.forward(tokens[:, -keep:], cache)
                     else:
                         logits = self.forward(tokens[:, -block:])
                     last = logits.to_numpy()[:, -1, :].astype(np.float64) / temperature

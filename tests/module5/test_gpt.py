@@ -111,6 +111,29 @@ def test_generation_with_and_without_the_cache_samples_the_same_tokens() -> None
     assert gpt.training  # generate puts back the mode it found
 
 
+def test_past_block_size_the_cache_is_rebuilt_every_half_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Generation past ``block_size`` (8) stays O(T) per token: the first forward takes
+    the context (3 tokens), the cache fills a position at a time to 8, then it is
+    rebuilt from the last 4 tokens and filled again, and so on; never a whole-block
+    forward per token. Planted bug caught: rebuilding from ``block_size - 1`` tokens
+    (a 7-token forward at every step past the block)."""
+    gpt = model()
+    lengths: list[int] = []
+    forward = GPT.forward
+
+    def counted(self: GPT, idx: np.ndarray, cache: KVCache | None = None) -> object:
+        lengths.append(np.asarray(idx).shape[1])
+        return forward(self, idx, cache)
+
+    monkeypatch.setattr(GPT, "forward", counted)
+    out = gpt.generate(tokens((1, 3), seed=5), 20, seed=2)
+    assert out.shape == (1, 23)
+    window = [1, 1, 1, 1]
+    assert lengths == [3, 1, 1, 1, 1, 1, 4, *window, 4, *window, 4, 1, 1, 1]
+
+
 def test_top_k_of_one_is_greedy() -> None:
     gpt = model()
     context = tokens((1, 4), seed=6)
