@@ -302,3 +302,19 @@ def test_packed_driver_at_small_tile_edges(dtype: type) -> None:
                 )
                 what = f"packed {np.dtype(dtype).name} ({n}, {m}) @ ({m}, {p})"
                 assert_product(exact_tensor(out, what, dtype=dtype), a, b, what)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_packed_driver_zeroes_large_outputs_on_every_thread(dtype: type) -> None:
+    """Outputs on both sides of the size from which the driver zeroes in parallel
+    (``2 * ZERO_CHUNK`` entries), and one past a whole number of chunks, start as NaN:
+    every entry must be written. Planted bug caught: ``zero_fill`` looping over
+    ``n // ZERO_CHUNK`` chunks (the last partial chunk kept its NaN)."""
+    chunk = fast_matmul.ZERO_CHUNK
+    for n, p in ((256, 2 * chunk // 256 - 1), (256, 2 * chunk // 256), (257, 2 * chunk // 256)):
+        a, b = operands(dtype, n, 5, p, n + p)
+        out = fast(np.zeros((n, p), dtype)).fill_(np.nan)
+        tensor_matrix_multiply_packed(*out.tuple_arrays(), *fast(a).tuple_arrays(),
+                                      *fast(b).tuple_arrays())  # fmt: skip
+        what = f"packed {np.dtype(dtype).name} ({n}, 5) @ (5, {p}), {n * p} entries"
+        assert_product(exact_tensor(out, what, dtype=dtype), a, b, what)
