@@ -1,6 +1,6 @@
 """Benchmark stage 5's GPT against the same model in PyTorch.
 
-    python -m project.bench_gpt [--quick] [--markdown]     # step times and generation
+    python -m project.bench_gpt [--quick] [--rounds 3] [--markdown]   # steps, generation
     python -m project.bench_gpt --train [--iters 2000]      # both train; validation losses
 
 The model is the milestone's (``project/train_gpt.py``): character-level on the bundled
@@ -14,6 +14,9 @@ threads as there are cores. Each library runs in its own child process.
   over ``--steps`` steps after two untimed ones, in float32 and float64, for the
   milestone configuration (4 layers, 4 heads, width 128, context 64, batch 12) and,
   without ``--quick``, a larger one (6 layers, 6 heads, width 384, context 256, batch 16).
+  With ``--rounds R`` each figure is taken R times, the libraries taking turns, and the
+  table gives the medians and the range of the per-round ratios: this machine's speed
+  drifts 10-20% between minutes, which one round puts on one library only.
 * **Generation**: tokens per second for 500 new tokens from a one-character prompt:
   ours with its KV cache, PyTorch's cache-free loop (the whole context each step).
 * **Fused kernels** (task 5.5): softmax, LayerNorm and GELU, forward and backward, on
@@ -347,6 +350,29 @@ def run_worker(args: list[str]) -> Any:
     return run("project.bench_gpt", args)
 
 
+def in_rounds(
+    libraries: list[str], args: list[str], key: str, rounds: int
+) -> dict[str, list[float]]:
+    """``key`` of each library's worker for ``args``, ``rounds`` times, the libraries
+    taking turns (ours, PyTorch, ours, ...) so that a change in the machine's speed
+    between minutes falls on both; a failed worker leaves its figure out."""
+    got: dict[str, list[float]] = {library: [] for library in libraries}
+    for _ in range(rounds):
+        for library in libraries:
+            res = run_worker([library, *args])
+            if res:
+                got[library].append(res[key])
+    return got
+
+
+def _ratio(ratios: list[float]) -> str:
+    """The median ratio, with its range when there are several."""
+    if not ratios:
+        return "-"
+    middle = f"{statistics.median(ratios):.2f}x"
+    return middle if len(ratios) == 1 else f"{middle} ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m project.bench_gpt", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -354,6 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=10, help="timed steps per figure (10)")
     ap.add_argument("--train", action="store_true", help="train both; compare validation loss")
     ap.add_argument("--iters", type=int, default=2000, help="training steps of --train (2000)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of the step and generation figures, the libraries taking "
+                    "turns; medians, and the ratios' range (1)")  # fmt: skip
     ap.add_argument("--markdown", action="store_true",
                     help="also write the tables into docs/benchmarks.md")  # fmt: skip
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
@@ -389,23 +418,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             report.note(f"ours - PyTorch: {losses['minitorch'] - losses['torch']:+.4f} nats "
                         "(the goal: within 0.05)")  # fmt: skip
     else:
+        spread = " (range over rounds)" if ns.rounds > 1 else ""
         table = Table("configuration", "dtype", "ours ms / step", "PyTorch ms / step",
-                      "ours ÷ PyTorch")  # fmt: skip
+                      f"ours ÷ PyTorch{spread}")  # fmt: skip
         configs = ["milestone"] if ns.quick else ["milestone", "large"]
         for config in configs:
             for dtype in ("float32", "float64"):
-                res = {lib: run_worker([lib, "step", config, dtype, *steps]) for lib in libraries}
-                ours, theirs = res.get("minitorch"), res.get("torch")
-                table.add_row(config, dtype, f"{ours['median'] * 1e3:.1f}" if ours else "-",
-                              f"{theirs['median'] * 1e3:.1f}" if theirs else "-",
-                              f"{ours['median'] / theirs['median']:.2f}x" if ours and theirs
-                              else "-")  # fmt: skip
+                times = in_rounds(libraries, ["step", config, dtype, *steps], "median", ns.rounds)
+                ours, theirs = times.get("minitorch", []), times.get("torch", [])
+                ratios = [a / b for a, b in zip(ours, theirs, strict=False)]
+                table.add_row(config, dtype,
+                              f"{statistics.median(ours) * 1e3:.1f}" if ours else "-",
+                              f"{statistics.median(theirs) * 1e3:.1f}" if theirs else "-",
+                              _ratio(ratios))  # fmt: skip
         report.show(table)
         gen = Table("library", f"tokens / s ({NEW_TOKENS} new tokens)", "how")
+        rates = in_rounds(libraries, ["generate", "milestone", "float32", *steps],
+                          "tokens_per_s", ns.rounds)  # fmt: skip
         for library in libraries:
-            res = run_worker([library, "generate", "milestone", "float32", *steps])
             how = "KV cache" if library == "minitorch" else "no cache (whole context each step)"
-            gen.add_row(library, f"{res['tokens_per_s']:.0f}" if res else "-", how)
+            got = rates.get(library, [])
+            gen.add_row(library, f"{statistics.median(got):.0f}" if got else "-", how)
         report.show(gen)
         fused_table = Table("operation", "dtype", "fused ms", "unfused ms", "unfused ÷ fused",
                             "fused GB/s", "NumPy copy GB/s")  # fmt: skip
