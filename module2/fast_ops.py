@@ -64,6 +64,7 @@ from module2.fast_paths import (  # the reference's fast paths (not in the hando
     BLOCK,
     CHUNK,
     LANES,
+    THIN_SERIAL_MAX,
     VECTOR_MATH_OPS,
     aligned,
     binary_loop,
@@ -382,7 +383,8 @@ class FastOps(TensorOps):
             return out
         n, m, p = a.shape[-2], a.shape[-1], b.shape[-1]
         # BEGIN SOLUTION 2.2 omit
-        if n * m * p < PARALLEL_MIN and len(out.shape) == 2:  # small 2-D: scalar strides
+        thin = min(n, p) < PACKED_MIN_SIDE and n * m * p < THIN_SERIAL_MAX
+        if (n * m * p < PARALLEL_MIN or thin) and len(out.shape) == 2:  # 2-D: scalar strides
             (a_row, a_col), (b_row, b_col) = a._tensor.strides, b._tensor.strides
             matmul_small(
                 out._tensor._storage, a._tensor._storage, a_row, a_col,

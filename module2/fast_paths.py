@@ -555,6 +555,16 @@ def matmul_rows(
             out[o_base + j * o_col] = row_sum[j]
 
 
+THIN_SERIAL_MAX = 1 << 19
+"""Thin 2-D products (fewer than ``PACKED_MIN_SIDE`` rows or columns, so not for the
+packed kernel) of fewer multiply-adds than this run :func:`matmul_small` on the calling
+thread rather than task 2.2's parallel kernel: a decoding step's one-row products.
+Measured float32, microseconds, serial / parallel kernel (2-core Xeon): 1 x 128 @ 128 x
+384 6.7 / 12.4 (63 through the tensor), 1 x 512 @ 512 x 128 7.3 / 12.7, 1 x 384 @ 384 x
+1152 47 / 76, 4 x 128 @ 128 x 384 15.7 / 16.4; at 64 x 128 @ 128 x 128 (10^6) the
+parallel kernel wins, 109 / 133."""
+
+
 @njit(cache=True, fastmath={"contract", "reassoc"})
 def matmul_small(
     out: Storage, a: Storage, a_row: int, a_col: int, b: Storage, b_row: int, b_col: int,

@@ -305,3 +305,32 @@ def test_rational_tanh32_within_6_ulp_and_exact_past_its_range() -> None:
     assert np.all(out[far] == np.sign(x[far])), "tanh32 must be exactly +-1 for |x| >= 9"
     assert np.isnan(out[-1]), "tanh32(nan) must be nan"
     assert out[-8] == 0 and not np.signbit(out[-8]) and np.signbit(out[-7]), "sign of zero"
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_thin_products_on_both_sides_of_the_serial_limit(dtype: type) -> None:
+    """Thin 2-D products (a side under ``PACKED_MIN_SIDE``) just under
+    ``THIN_SERIAL_MAX`` multiply-adds go to ``matmul_small``, just over it to task 2.2's
+    parallel kernel; both against NumPy, ``a`` or ``b`` transposed on every other one.
+    Planted bug caught: ``matmul_small`` zeroing only the first row of ``out`` (every
+    row past it kept the fresh tensor's garbage)."""
+    from module2.fast_ops import PACKED_MIN_SIDE
+    from module2.fast_paths import THIN_SERIAL_MAX
+
+    thin = PACKED_MIN_SIDE - 1
+    assert 511 * 1026 < THIN_SERIAL_MAX <= 512 * 1024
+    assert thin * 128 * 273 < THIN_SERIAL_MAX <= thin * 128 * 274
+    shapes = [(1, 511, 1026), (1, 512, 1024), (thin, 128, 273), (thin, 128, 274),
+              (273, 128, thin), (274, 128, thin), (PACKED_MIN_SIDE, 128, 273)]  # fmt: skip
+    rng = np.random.default_rng(3)
+    for i, (n, m, p) in enumerate(shapes):
+        a, b = rng.normal(size=(n, m)), rng.normal(size=(m, p))
+        ta = from_numpy(a.T.copy(), FastTensorBackend, dtype=dtype).permute(1, 0) if i % 2 else \
+            from_numpy(a, FastTensorBackend, dtype=dtype)  # fmt: skip
+        tb = from_numpy(b.T.copy(), FastTensorBackend, dtype=dtype).permute(1, 0) if i % 3 == 1 \
+            else from_numpy(b, FastTensorBackend, dtype=dtype)  # fmt: skip
+        got = exact_tensor(ta @ tb, dtype=dtype)
+        want = a.astype(dtype).astype(np.float64) @ b.astype(dtype).astype(np.float64)
+        tol = 1e-12 if dtype == np.float64 else 2e-5
+        what = f"{(n, m)} @ {(m, p)} {np.dtype(dtype).name}"
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(m), err_msg=what)
