@@ -35,7 +35,7 @@ from module1.tensor_data import TensorData
 from module2.compiled_ops import OP_EXP, OP_LOG, OP_SIGMOID, OP_TANH, PARALLEL_MIN
 from module2.fast_ops import FastTensorBackend, tensor_map_kernel
 from module2.fast_paths import BLOCK, VECTOR_MATH_MIN, vector_math_applies, vector_math_map
-from module2.vector_math import EXP_LANES, tanh32
+from module2.vector_math import EXP_LANES, tanh32, tanh32_wide
 from tests.strict import exact_tensor
 
 DTYPES = [np.float64, np.float32]
@@ -334,3 +334,25 @@ def test_thin_products_on_both_sides_of_the_serial_limit(dtype: type) -> None:
         tol = 1e-12 if dtype == np.float64 else 2e-5
         what = f"{(n, m)} @ {(m, p)} {np.dtype(dtype).name}"
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(m), err_msg=what)
+
+
+@njit(fastmath={"contract"}, error_model="numpy")
+def _tanh32_wide_loop(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(len(x)):
+        out[i] = tanh32_wide(x[i])
+
+
+def test_rational_tanh32_in_float64_within_the_fit() -> None:
+    """``tanh32_wide`` (GELU's float32 backward) is the same rational function in
+    float64: within 1e-7 of ``tanh`` relative (the fit's 6e-8 and rounding) over
+    [-12, 12], exactly +-1 from 9 on, nan kept. Planted bug caught: evaluating it in
+    float32 (3.4e-7 off near 1)."""
+    x = np.concatenate([np.linspace(-12, 12, 200_001), [np.nan, 0.0]]).astype(np.float32)
+    out = np.full(len(x), 7.0)
+    _tanh32_wide_loop(x, out)
+    want = np.tanh(x.astype(np.float64))
+    inside = np.abs(x) < 9
+    err = np.abs(out[inside] - want[inside]) / np.maximum(np.abs(want[inside]), 1e-30)
+    assert err.max() <= 1e-7, f"tanh32_wide is {err.max():.2e} off at {x[inside][err.argmax()]}"
+    far = np.abs(x) >= 9
+    assert np.all(out[far] == np.sign(x[far])) and np.isnan(out[-2]) and out[-1] == 0.0
