@@ -14,6 +14,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -197,6 +198,33 @@ print(json.dumps({"version": matplotlib.__version__, "png": ok}))
 """
 
 
+_MPI_PROBE = """
+import json
+from mpi4py import MPI
+print(json.dumps({"library": " ".join(MPI.Get_library_version().splitlines()[0].split())}))
+"""
+
+
+def check_mpi() -> Check:
+    """MPI for stage 6 (the dist extra): mpi4py loads an MPI library, and ``mpiexec`` is
+    beside this Python or on the PATH. Optional: without it stage 6's MPI tests skip."""
+    fix = 'pip install -e ".[dist]"'
+    version = _version("mpi4py")
+    if version is None:
+        return Check("MPI", WARN, "mpi4py not installed (stage 6 trains on several "
+                     "processes with it; its tests skip without it)", fix)  # fmt: skip
+    launcher = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which(
+        "mpiexec"
+    )
+    try:
+        info = _child(_MPI_PROBE, _CHILD_TIMEOUT)
+    except RuntimeError as exc:
+        return Check("MPI", WARN, f"mpi4py {version} finds no MPI library: {exc}", fix)
+    if launcher is None:
+        return Check("MPI", WARN, f"mpi4py {version}, {info['library']}; no mpiexec", fix)
+    return Check("MPI", OK, f"mpi4py {version}, {info['library']}; {launcher}")
+
+
 def check_matplotlib() -> Check:
     """matplotlib imports and its Agg backend writes a PNG (in a child)."""
     version = _version("matplotlib")
@@ -290,6 +318,7 @@ CHECKS: tuple[Callable[[], Check], ...] = (
     check_numpy,
     check_numba,
     check_cuda,
+    check_mpi,
     check_matplotlib,
     check_rich,
     check_pytest,

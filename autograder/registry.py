@@ -418,6 +418,24 @@ TASKS: tuple[Task, ...] = (
         ),
         own_work=True,
     ),
+    Task(
+        id="6.1",
+        title="Ring all-reduce over MPI",
+        points=15,
+        files=("module6/distributed.py",),
+        functions=("module6.distributed:ring_all_reduce",),
+    ),
+    Task(
+        id="6.2",
+        title="Data-parallel training",
+        points=15,
+        files=("module6/ddp.py",),
+        functions=(
+            "module6.ddp:broadcast_parameters",
+            "module6.ddp:DistributedDataParallel.sync_gradients",
+            "module6.ddp:DistributedSampler.indices",
+        ),
+    ),
 )
 
 

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     for stages, what, module, backend in JOBS:
         if not stages_done(stages):
             continue
-        later = [s for s in range(stages[-1] + 1, 6) if s != 3 and stage_present(s)]
+        later = [s for s in range(stages[-1] + 1, 7) if s != 3 and stage_present(s)]
         pending = first_unfinished(later) if later else None
         importlib.import_module(module)  # a file that does not import says so first
         if stages[-1] < 4:

@@ -110,3 +110,18 @@ def test_doctor_for_an_instructor_fails_without_a_sandbox(monkeypatch: pytest.Mo
     assert doctor.run_doctor(quiet, instructor=True) == 1
     rows = doctor.run_checks(doctor.instructor_checks())
     assert [r.name for r in rows if r.status == "FAIL"] == ["sandbox"]
+
+
+def test_mpi_is_reported_with_its_library_and_launcher() -> None:
+    from tests.module6.mpi import need_mpi
+
+    need_mpi()
+    row = doctor.check_mpi()
+    assert row.status == "OK" and "mpi4py" in row.detail and "mpiexec" in row.detail, row
+
+
+def test_no_mpi_is_a_warning_that_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "_version", lambda dist: None)
+    row = doctor.check_mpi()
+    assert row.status == "WARN" and row.fix == 'pip install -e ".[dist]"'
+    assert "skip" in row.detail

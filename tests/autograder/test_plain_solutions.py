@@ -4,7 +4,8 @@
 reference is deliberately elaborate (2.1, 2.2: chunked fast paths; 2.3: packing and a
 register-blocked micro-kernel; 4.1, 4.2: unfolding and register-blocked taps): a
 ``prange`` over outputs, loop nests; and of stage 5's tasks, written from
-``module5/README.md`` alone (``plain/stage5.py``). They are filled into
+``module5/README.md`` alone (``plain/stage5.py``), and of stage 6's, from
+``module6/README.md`` (``plain/stage6.py``). They are filled into
 a fresh handout between the tasks' begin and end lines, exactly as a student would
 write them; every other task's file comes from the reference; and the grader must give
 those tasks full marks (2.3's speed included). The textbook triple loop as 2.3's
@@ -25,11 +26,11 @@ from autograder.regions import fill_text, stub_pattern
 from autograder.registry import TASKS, get_task
 from autograder.release import write_handout
 from tests.autograder.isolation import need
-from tests.autograder.plain import stage2, stage4, stage5
+from tests.autograder.plain import stage2, stage4, stage5, stage6
 
 ROOT = Path(__file__).resolve().parents[2]
-PLAIN = {**stage2.BODIES, **stage4.BODIES, **stage5.BODIES}
-TASK_IDS = ("2.1", "2.2", "2.3", "4.1", "4.2", "5.1", "5.2", "5.3", "5.4", "5.5")
+PLAIN = {**stage2.BODIES, **stage4.BODIES, **stage5.BODIES, **stage6.BODIES}
+TASK_IDS = ("2.1", "2.2", "2.3", "4.1", "4.2", "5.1", "5.2", "5.3", "5.4", "5.5", "6.1", "6.2")
 
 
 def test_the_plain_solutions_write_exactly_the_stubs_of_their_tasks() -> None:

@@ -1,0 +1,82 @@
+"""Running stage 6's tests on several ranks: ``mpiexec -n K`` started from the test,
+bounded by a timeout, its process group killed if it outlives it.
+
+Where MPI is absent (mpi4py or ``mpiexec`` missing: the ``dist`` extra), a test that
+needs it is skipped with the install command; where ``MINITORCH_REQUIRE_MPI`` is set
+(``.ci/run`` sets it) that skip is a failure instead, so CI runs every such test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from module6.distributed import INSTALL
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def mpiexec() -> str | None:
+    """The ``mpiexec`` beside this Python (the MPICH wheel's), else one on the PATH."""
+    return shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+
+
+@cache
+def problem() -> str:
+    """Why ranks cannot be started here ("" when they can)."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return f"mpi4py is not installed ({INSTALL})"
+    if mpiexec() is None:
+        return f"no mpiexec beside this Python or on the PATH ({INSTALL})"
+    return ""
+
+
+def need_mpi() -> None:
+    """Skip the calling test where MPI is absent; fail instead under MINITORCH_REQUIRE_MPI."""
+    why = problem()
+    if not why:
+        return
+    if os.environ.get("MINITORCH_REQUIRE_MPI", "").strip().lower() not in ("", "0", "no", "false"):
+        pytest.fail(
+            f"no MPI here: {why}, and MINITORCH_REQUIRE_MPI forbids skipping", pytrace=False
+        )
+    pytest.skip(f"no MPI here: {why}")
+
+
+def run_ranks(
+    n: int, case: str, args: dict[str, Any], tmp: Path, timeout: float = 180.0
+) -> tuple[subprocess.CompletedProcess[str], dict[str, np.ndarray]]:
+    """``mpiexec -n n`` ranks running ``tests.module6.ranks`` ``case`` with ``args``: the
+    finished process (its output) and what rank 0 saved. Each rank runs one Numba thread
+    (up to four ranks share this machine's cores)."""
+    need_mpi()
+    out = tmp / f"{case}-{n}-{len(list(tmp.iterdir()))}.npz"
+    command = [mpiexec() or "mpiexec", "-n", str(n), sys.executable, "-m", "tests.module6.ranks",
+               case, str(out), json.dumps(args)]  # fmt: skip
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, text=True, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"{n} ranks of {case!r} ran past {timeout} s:\n{output}", pytrace=False)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    done = subprocess.CompletedProcess(command, proc.returncode, output, "")
+    saved = dict(np.load(out)) if out.exists() else {}
+    return done, saved

@@ -1,0 +1,87 @@
+"""Task 6.1: the ring all-reduce, on 1 to 4 real MPI ranks (``mpiexec``, oversubscribed
+on two cores), against the float64 sum of the inputs and MPI's own ``Allreduce``; and
+its pieces that need no MPI."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from module6.distributed import bus_bandwidth, chunk_bounds, ring_all_reduce
+from tests.module6.mpi import run_ranks
+
+LENGTHS = (0, 1, 2, 3, 5, 7, 1000, 65_537)
+"""Around every rank count: empty, fewer entries than ranks, chunks of unequal length."""
+
+
+def _cases() -> list[list[object]]:
+    return [[n, dtype, 10 * i + j] for i, n in enumerate(LENGTHS)
+            for j, dtype in enumerate(("float64", "float32"))]  # fmt: skip
+
+
+@pytest.mark.task6_1
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+def test_ring_all_reduce_sums_over_every_rank(ranks: int, tmp_path: Path) -> None:
+    cases = _cases()
+    proc, saved = run_ranks(ranks, "ring", {"cases": cases}, tmp_path)
+    assert proc.returncode == 0, proc.stdout
+    for i, (n, dtype, _) in enumerate(cases):
+        inputs, ring, mpi = saved[f"inputs{i}"], saved[f"ring{i}"], saved[f"mpi{i}"]
+        assert ring.shape == (ranks, n) and ring.dtype == np.dtype(dtype), (n, dtype)
+        # the same bits on every rank: the all-gather copies, it does not add again
+        assert (ring == ring[0]).all(), f"ranks disagree at length {n}, {dtype}"
+        exact = inputs.astype(np.float64).sum(0)
+        eps = np.finfo(dtype).eps
+        bound = 2 * ranks * eps * np.abs(inputs).astype(np.float64).sum(0) + 1e-300
+        assert (np.abs(ring[0] - exact) <= bound).all(), (n, dtype)
+        assert np.allclose(ring[0], mpi, rtol=10 * eps, atol=10 * ranks * eps), (n, dtype)
+
+
+def test_ring_on_one_rank_leaves_the_buffer_as_it_is() -> None:
+    class One:
+        def Get_rank(self) -> int:
+            return 0
+
+        def Get_size(self) -> int:
+            return 1
+
+    x = np.arange(5.0)
+    assert ring_all_reduce(One(), x) is x
+    np.testing.assert_array_equal(x, np.arange(5.0))
+
+
+def test_ring_refuses_what_it_cannot_sum_in_place() -> None:
+    class Comm:
+        def Get_rank(self) -> int:
+            return 0
+
+        def Get_size(self) -> int:
+            return 2
+
+    with pytest.raises(TypeError, match="1-D contiguous"):
+        ring_all_reduce(Comm(), np.zeros((2, 3)))
+    with pytest.raises(TypeError, match="1-D contiguous"):
+        ring_all_reduce(Comm(), np.zeros(6)[::2])
+    with pytest.raises(ValueError, match="read-only"):
+        x = np.zeros(4)
+        x.flags.writeable = False
+        ring_all_reduce(Comm(), x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 17])
+@pytest.mark.parametrize("parts", [1, 2, 3, 4])
+def test_chunks_cover_the_buffer_in_order_the_first_ones_longer(n: int, parts: int) -> None:
+    bounds = chunk_bounds(n, parts)
+    assert len(bounds) == parts and bounds[0][0] == 0 and bounds[-1][1] == n
+    lengths = [stop - start for start, stop in bounds]
+    assert all(b[1] == c[0] for b, c in itertools.pairwise(bounds))
+    assert max(lengths) - min(lengths) <= 1 and lengths == sorted(lengths, reverse=True)
+
+
+def test_bus_bandwidth_is_what_each_link_carries() -> None:
+    # 4 ranks, 1 MB in 1 ms: each link carries 2 * 3/4 MB in that time
+    assert bus_bandwidth(10**6, 1e-3, 4) == pytest.approx(1.5e9)
+    assert bus_bandwidth(10**6, 1e-3, 1) == 0.0
