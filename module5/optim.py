@@ -66,9 +66,9 @@ def decay_groups(model: Module, weight_decay: float) -> list[dict[str, Any]]:
     decay: list[Parameter] = []
     keep: list[Parameter] = []
     for name, p in model.named_parameters():
-        leaf = name.rsplit(".", 1)[-1]
+        *path, leaf = name.split(".")
         is_matrix = len(p.value.shape) == 2 and leaf == "weight"
-        embedding = name.split(".")[0] in ("wte", "wpe")
+        embedding = bool(path) and path[-1] in ("wte", "wpe")  # also inside a wrapper
         (decay if is_matrix and not embedding else keep).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}]
 

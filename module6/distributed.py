@@ -76,6 +76,18 @@ def abort_on_error(comm: Any) -> None:
     sys.excepthook = hook
 
 
+def share_cores(comm: Any) -> int:
+    """Give this rank its share of the machine: Numba's threads divided among the ranks
+    of ``comm`` on this host (at least one each), so that two ranks on two cores do not
+    run four threads. A collective: every rank calls it. Returns this rank's count."""
+    import numba
+
+    local = comm.Split_type(mpi().COMM_TYPE_SHARED).Get_size()
+    threads = max(1, numba.config.NUMBA_NUM_THREADS // local)  # type: ignore[attr-defined]
+    numba.set_num_threads(threads)
+    return threads
+
+
 def chunk_bounds(n: int, parts: int) -> list[tuple[int, int]]:
     """``parts`` consecutive ``(start, stop)`` ranges covering ``range(n)``, as equal as
     they can be: the first ``n % parts`` are one longer (some are empty when ``n <

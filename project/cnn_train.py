@@ -52,6 +52,7 @@ from module1.tensor import Tensor, from_numpy
 from module2.fast_optim import FastAdam
 from module4.layers import save
 from module4.losses import cross_entropy
+from project.dist import Ranks, report_ranks
 
 MIN_MOVE = 0.01
 """The smallest relative change ``|W - W0| / |W0|`` of the first layer that counts as
@@ -163,29 +164,39 @@ def fit(
     config: FitConfig,
     to_input: Callable[[npt.NDArray[Any]], Any],
     console: Console | None = None,
+    ranks: Ranks | None = None,
 ) -> FitResult:
     """Train ``model`` and write the log, the parameters and the figures under
-    ``config.out / config.name``; return the per-epoch figures and the gate inputs."""
+    ``config.out / config.name``; return the per-epoch figures and the gate inputs.
+
+    ``ranks`` (``--ddp``, stage 6): every rank draws the same batch order and trains on
+    its share of each batch in ``DistributedDataParallel``; rank 0 alone prints and
+    writes, and every rank reports its samples per second at the end."""
     console = console or Console()
+    ranks = ranks or Ranks()
     out = config.out / config.name
-    out.mkdir(parents=True, exist_ok=True)
+    if ranks.lead:
+        out.mkdir(parents=True, exist_ok=True)
     result = FitResult(out_dir=out)
     model.to(config.dtype)
+    trained = ranks.wrap(model)  # rank 0's values on every rank
     to_input = _in_dtype(to_input, config.dtype)
     w0 = first_layer.value.to_numpy().copy()
     optimizer = FastAdam(model.parameters(), lr=config.lr)
     rng = np.random.default_rng(config.seed)
     batches = math.ceil(len(train) / config.batch_size)
     log_path = out / "log.csv"
-    with log_path.open("w", newline="") as f:
-        csv.writer(f).writerow(
-            ["epoch", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"]
-        )
+    if ranks.lead:
+        with log_path.open("w", newline="") as f:
+            csv.writer(f).writerow(
+                ["epoch", "train_loss", "train_acc", "test_loss", "test_acc", "seconds"]
+            )
     console.print(
         f"[bold]{config.name}[/]: {len(train)} training and {len(test)} test examples, "
         f"{model.num_parameters():,} parameters, {config.epochs} epochs of {batches} batches"
     )
     last = ""  # the progress bar's loss: the last batch's, blank before the first
+    training_seconds, samples = 0.0, 0
     for epoch in range(1, config.epochs + 1):
         start = time.perf_counter()
         optimizer.lr = cosine_lr(config.lr, epoch, config.epochs)
@@ -201,21 +212,27 @@ def fit(
             TimeRemainingColumn(),
             console=console,
             transient=True,
-            disable=not console.is_terminal,
+            disable=not (ranks.lead and console.is_terminal),
         ) as progress:
             task = progress.add_task("batches", total=batches, loss=last)
             for b in range(batches):
-                idx = order[b * config.batch_size : (b + 1) * config.batch_size]
-                logits = model(to_input(train.x[idx]))
+                began = time.perf_counter()
+                idx = ranks.share(order[b * config.batch_size : (b + 1) * config.batch_size])
+                logits = trained(to_input(train.x[idx]))
                 loss = cross_entropy(logits, train.y[idx])
                 optimizer.zero_grad()
                 loss.backward()
+                if trained is not model:  # --ddp: the mean of the ranks' gradients
+                    trained.sync_gradients()
                 optimizer.step()
+                training_seconds += time.perf_counter() - began
+                samples += len(idx)
                 value = loss.item()
                 total_loss += value * len(idx)
                 correct += int((logits.to_numpy().argmax(axis=1) == train.y[idx]).sum())
                 last = f"loss {value:.4f}"
                 progress.update(task, advance=1, loss=last)
+        total_loss, correct = ranks.total(total_loss), int(ranks.total(correct))
         test_loss, predicted = evaluate(model, test, to_input)
         seconds = time.perf_counter() - start
         result.train_loss.append(total_loss / len(train))
@@ -224,8 +241,9 @@ def fit(
         result.test_acc.append(float((predicted == test.y).mean()))
         result.seconds.append(seconds)
         row = [epoch, *(x[-1] for x in (result.train_loss, result.train_acc)), test_loss]
-        with log_path.open("a", newline="") as f:
-            csv.writer(f).writerow([*row, result.test_acc[-1], seconds])
+        if ranks.lead:
+            with log_path.open("a", newline="") as f:
+                csv.writer(f).writerow([*row, result.test_acc[-1], seconds])
         console.print(
             f"epoch {epoch:3d}  train loss {result.train_loss[-1]:.4f}  acc "
             f"{result.train_acc[-1]:.4f}  |  test loss {test_loss:.4f}  acc "
@@ -237,6 +255,9 @@ def fit(
     k = len(config.class_names)
     result.confusion = np.zeros((k, k), dtype=np.int64)
     np.add.at(result.confusion, (test.y, predicted), 1)
+    report_ranks(console, ranks, trained, samples, training_seconds)
+    if not ranks.lead:
+        return result
     result.files = [log_path, save(model, out / "model.npz")]
     if config.figures:
         result.files += [
@@ -293,9 +314,11 @@ def run_gated(
     config: FitConfig,
     to_input: Callable[[npt.NDArray[Any]], Any],
     console: Console,
+    ranks: Ranks | None = None,
 ) -> int:
-    """:func:`fit`, then print the gate's verdict; the exit status (0 passed, 1 not)."""
-    result = fit(model, first_layer, train, test, config, to_input, console)
+    """:func:`fit`, then print the gate's verdict; the exit status (0 passed, 1 not).
+    ``ranks``: as :func:`fit`'s (every rank returns the same status)."""
+    result = fit(model, first_layer, train, test, config, to_input, console, ranks)
     passed, message = result.gate(config.gate)
     console.print(message)
     return 0 if passed else 1

@@ -8,12 +8,16 @@ that ship with the project (``project/data/``; attribution in its README), and e
 with status 1 unless the gate holds: test accuracy >= 95% and first-layer weights
 moved. Writes ``runs/digits/{log.csv, model.npz, curves.png, confusion.png,
 filters.png, misclassified.png}``. This is the README's main job (``python -m project``).
+
+``mpiexec -n 2 python -m project.train_digits --ddp`` (stage 6's dist extra) trains the
+same model data-parallel: each rank takes its share of every batch, rank 0 writes.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +30,7 @@ from module4.models import DigitCNN
 from project import warm_cache
 from project.cnn_train import Split, add_run_args, config_from, run_gated
 from project.digits_data import digits_split
+from project.dist import add_ddp_args, ranks_from
 from project.guard import require_stages
 
 
@@ -39,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m project.train_digits", description=__doc__.split("\n")[0]
     )
     add_run_args(p, epochs=20, lr=3e-3)
+    add_ddp_args(p)
     p.add_argument("--gate", type=float, default=0.95, help="test accuracy to reach (0.95)")
     return p
 
@@ -46,8 +52,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     require_stages(0, 1, 2, 4)
-    with warm_cache.warming(args.dtype):  # compiles the kernels from the other end
-        console = Console(soft_wrap=True)
+    ranks = ranks_from(args)  # --ddp: this rank among mpiexec's
+    # One process compiles the kernels from the other end; ranks compile side by side.
+    warming = warm_cache.warming(args.dtype) if ranks.comm is None else nullcontext()
+    with warming:
+        console = Console(soft_wrap=True, quiet=not ranks.lead)
         x_train, y_train, x_test, y_test = digits_split()
         model = DigitCNN(size=8, seed=args.seed)
         model.to(args.dtype)  # the summary runs in it
@@ -60,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_from(args, "digits", args.gate),
             images_to_input,
             console,
+            ranks,
         )
 
 

@@ -2,6 +2,7 @@
 
     python -m project.train_gpt                 # nanoGPT's CPU configuration, 2000 steps
     python -m project.train_gpt --iters 50 --layers 1 --width 32 --block 16   # a smoke run
+    mpiexec -n 2 python -m project.train_gpt --ddp   # data-parallel on 2 ranks (stage 6)
 
 Trains with AdamW (decay on the matrices only), warmup and a cosine schedule and
 clipping by the global gradient norm, on windows of the training works; every
@@ -15,6 +16,12 @@ head's attention over a line of text) and ``samples.txt``.
 the validation loss of the bigram model (each character's next-character frequencies
 in the training works, add-one smoothed), computed here on the same split; exit 1
 otherwise.
+
+**``--ddp``** (stage 6; run under ``mpiexec -n K``): every rank draws the same batch of
+``--batch`` windows and trains on its share (``--batch`` must divide by ``K``) with
+``DistributedDataParallel``, so the run takes the steps of one process; the evaluations
+are shared out the same way. Rank 0 alone prints, logs and writes; at the end every rank
+reports its samples per second and the time it spent communicating.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from module0.autodiff import no_grad
+from module0.module import Module
 from module1.tensor import Tensor
 from module4.layers import save
 from module5.functional import causal_mask, masked_softmax, split
@@ -40,6 +48,7 @@ from module5.gpt import GPT, GPTConfig
 from module5.losses import lm_cross_entropy
 from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
 from module5.text import CharTokenizer, get_batch
+from project.dist import Ranks, ranks_from, report_ranks
 from project.shakespeare_data import load_works, shakespeare_split
 
 ATTENTION_LINE = "To be, or not to be, that is the question:"
@@ -80,6 +89,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=3, help="samples to write (3)")
     p.add_argument("--sample-len", type=int, default=300, help="characters per sample (300)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
+    p.add_argument(
+        "--ddp",
+        action="store_true",
+        help="data-parallel over the ranks of mpiexec (stage 6's dist extra)",
+    )
+    p.add_argument("--all-reduce", choices=("ring", "mpi"), default="ring",
+                   help="with --ddp: task 6.1's ring (default) or MPI's Allreduce")  # fmt: skip
     return p
 
 
@@ -92,19 +108,24 @@ def bigram_loss(train: np.ndarray, val: np.ndarray, vocab: int) -> float:
     return float(-log_p[val[:-1], val[1:]].mean())
 
 
-def _loss(model: GPT, x: np.ndarray, y: np.ndarray) -> Tensor:
+def _loss(model: Module, x: np.ndarray, y: np.ndarray) -> Tensor:
     logits = model(x)
     b, t, v = logits.shape
     return lm_cross_entropy(logits.contiguous().view(b * t, v), y.reshape(-1))
 
 
-def estimate(model: GPT, batches: list[tuple[np.ndarray, np.ndarray]]) -> float:
-    """The mean loss over fixed batches, in eval mode, without a graph."""
+def estimate(
+    model: Module, batches: list[tuple[np.ndarray, np.ndarray]], ranks: Ranks | None = None
+) -> float:
+    """The mean loss over fixed batches, in eval mode, without a graph (with ``ranks``,
+    each rank takes its share of every batch, and the mean is over the ranks)."""
+    ranks = ranks or Ranks()
     was = model.training
     model.eval()
     try:
         with no_grad():
-            return float(np.mean([_loss(model, x, y).item() for x, y in batches]))
+            mine = [_loss(model, ranks.share(x), ranks.share(y)).item() for x, y in batches]
+            return ranks.mean(float(np.mean(mine)))
     finally:
         model.train(was)
 
@@ -161,9 +182,12 @@ def plot_attention(weights: np.ndarray, text: str, path: Path, title: str) -> Pa
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    console = Console(soft_wrap=True)
+    ranks = ranks_from(args, args.batch)
+    lead = ranks.lead  # the rank that prints, logs and writes
+    console = Console(soft_wrap=True, quiet=not lead)
     out = args.out / "gpt"
-    out.mkdir(parents=True, exist_ok=True)
+    if lead:
+        out.mkdir(parents=True, exist_ok=True)
     tok = CharTokenizer("".join(load_works().values()))
     train_text, val_text = shakespeare_split()
     train, val = tok.encode(train_text), tok.encode(val_text)
@@ -172,11 +196,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     model = GPT(config, seed=args.seed)
     model.to(args.dtype)
+    trained: Module = ranks.wrap(model)
     run = Run(bigram=bigram_loss(train, val, tok.vocab_size))
     console.print(
         f"[bold]gpt[/]: {len(train):,} training and {len(val):,} validation characters, "
         f"vocabulary {tok.vocab_size}, {model.num_parameters():,} parameters, "
         f"{args.iters} steps of {args.batch} x {args.block} ({args.dtype})"
+        + (f", {ranks.size} ranks of {args.batch // ranks.size}" if ranks.comm else "")
     )
     console.print(f"bigram model: validation loss {run.bigram:.4f}")
     rng = np.random.default_rng(args.seed)
@@ -187,19 +213,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     optimizer = AdamW(decay_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, 0.99))
     log_path = out / "log.csv"
-    with log_path.open("w", newline="") as f:
-        csv.writer(f).writerow(["step", "train_loss", "val_loss", "lr", "seconds"])
+    if lead:
+        with log_path.open("w", newline="") as f:
+            csv.writer(f).writerow(["step", "train_loss", "val_loss", "lr", "seconds"])
     start = time.perf_counter()
+    training_seconds = 0.0
 
     def evaluate(step: int) -> None:
         run.steps.append(step)
-        run.train_loss.append(estimate(model, evals["train"]))
-        run.val_loss.append(estimate(model, evals["val"]))
+        run.train_loss.append(estimate(trained, evals["train"], ranks))
+        run.val_loss.append(estimate(trained, evals["val"], ranks))
         seconds = time.perf_counter() - start
-        with log_path.open("a", newline="") as f:
-            csv.writer(f).writerow(
-                [step, run.train_loss[-1], run.val_loss[-1], optimizer.lr, seconds]
-            )
+        if lead:
+            with log_path.open("a", newline="") as f:
+                csv.writer(f).writerow(
+                    [step, run.train_loss[-1], run.val_loss[-1], optimizer.lr, seconds]
+                )
         console.print(
             f"step {step:5d}  train loss {run.train_loss[-1]:.4f}  val loss "
             f"{run.val_loss[-1]:.4f}  lr {optimizer.lr:.2e}  {seconds:.1f}s"
@@ -209,23 +238,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     with Progress(
         TextColumn("training"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[loss]}"), TimeRemainingColumn(),
-        console=console, transient=True, disable=not console.is_terminal,
+        console=console, transient=True, disable=not (lead and console.is_terminal),
     ) as progress:  # fmt: skip
         task = progress.add_task("steps", total=args.iters, loss=last)
         for step in range(args.iters):
             if step % args.eval_interval == 0:
                 evaluate(step)
+            began = time.perf_counter()
             optimizer.lr = cosine_lr(step, args.lr, args.warmup, args.iters, args.min_lr)
-            x, y = get_batch(train, args.batch, args.block, rng)
-            loss = _loss(model, x, y)
+            x, y = get_batch(train, args.batch, args.block, rng)  # alike on every rank
+            loss = _loss(trained, ranks.share(x), ranks.share(y))
             optimizer.zero_grad()
             loss.backward()
+            if trained is not model:  # --ddp: the mean of the ranks' gradients
+                trained.sync_gradients()
             clip_grad_norm_(model.parameters(), args.clip)
             optimizer.step()
+            training_seconds += time.perf_counter() - began
             last = f"loss {loss.item():.4f}"
             progress.update(task, advance=1, loss=last)
     evaluate(args.iters)
     run.seconds = time.perf_counter() - start
+    report_ranks(console, ranks, trained, args.iters * args.batch // ranks.size, training_seconds)
+    ok = run.bigram - run.val_loss[-1] >= args.gate
+    if not lead:
+        return 0 if ok else 1
     files = [log_path, save(model, out / "model.npz"), plot_curves(run, out / "curves.png")]
     line = tok.encode(ATTENTION_LINE)[: args.block]
     layer, head = config.n_layer - 1, 0
@@ -245,7 +282,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.print(f"[bold]sample[/]:\n{samples[0]}" if samples else "")
     console.print("wrote " + ", ".join(str(p) for p in files))
     final, below = run.val_loss[-1], run.bigram - run.val_loss[-1]
-    ok = below >= args.gate
     verdict = "[green]passed[/]" if ok else "[red]failed[/]"
     console.print(
         f"gate {verdict}: validation loss {final:.4f}, {below:.4f} nats below the bigram "

@@ -57,6 +57,16 @@ def test_decay_groups_decay_only_the_linear_matrices() -> None:
     assert keep["weight_decay"] == 0.0 and len(keep["params"]) + 4 == len(names)
 
 
+def test_decay_groups_are_the_same_for_a_model_inside_a_wrapper() -> None:
+    from module0.module import Module
+
+    gpt = GPT(GPTConfig(vocab_size=5, block_size=4, n_layer=1, n_head=1, n_embd=4))
+    wrapper = Module()
+    wrapper.module = gpt  # as DistributedDataParallel holds it: names start "module."
+    for inner, outer in zip(decay_groups(gpt, 0.1), decay_groups(wrapper, 0.1), strict=True):
+        assert [id(p) for p in inner["params"]] == [id(p) for p in outer["params"]]
+
+
 def test_clipping_scales_every_gradient_by_the_global_norm() -> None:
     rng = np.random.default_rng(1)
     gs = [rng.normal(size=(3, 3)), rng.normal(size=4)]

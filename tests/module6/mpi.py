@@ -55,16 +55,11 @@ def need_mpi() -> None:
     pytest.skip(f"no MPI here: {why}")
 
 
-def run_ranks(
-    n: int, case: str, args: dict[str, Any], tmp: Path, timeout: float = 180.0
-) -> tuple[subprocess.CompletedProcess[str], dict[str, np.ndarray]]:
-    """``mpiexec -n n`` ranks running ``tests.module6.ranks`` ``case`` with ``args``: the
-    finished process (its output) and what rank 0 saved. Each rank runs one Numba thread
-    (up to four ranks share this machine's cores)."""
+def launch(n: int, argv: list[str], timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+    """``mpiexec -n n`` ranks of ``python argv...`` from the repository root (output and
+    errors together), each on one Numba thread, killed past ``timeout``."""
     need_mpi()
-    out = tmp / f"{case}-{n}-{len(list(tmp.iterdir()))}.npz"
-    command = [mpiexec() or "mpiexec", "-n", str(n), sys.executable, "-m", "tests.module6.ranks",
-               case, str(out), json.dumps(args)]  # fmt: skip
+    command = [mpiexec() or "mpiexec", "-n", str(n), sys.executable, *argv]
     env = {**os.environ, "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(command, cwd=ROOT, env=env, text=True, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
@@ -73,10 +68,20 @@ def run_ranks(
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         output, _ = proc.communicate()
-        pytest.fail(f"{n} ranks of {case!r} ran past {timeout} s:\n{output}", pytrace=False)
+        pytest.fail(f"{n} ranks of {argv} ran past {timeout} s:\n{output}", pytrace=False)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    done = subprocess.CompletedProcess(command, proc.returncode, output, "")
+    return subprocess.CompletedProcess(command, proc.returncode, output, "")
+
+
+def run_ranks(
+    n: int, case: str, args: dict[str, Any], tmp: Path, timeout: float = 180.0
+) -> tuple[subprocess.CompletedProcess[str], dict[str, np.ndarray]]:
+    """``mpiexec -n n`` ranks running ``tests.module6.ranks`` ``case`` with ``args``: the
+    finished process (its output) and what rank 0 saved. Each rank runs one Numba thread
+    (up to four ranks share this machine's cores)."""
+    out = tmp / f"{case}-{n}-{len(list(tmp.iterdir()))}.npz"
+    done = launch(n, ["-m", "tests.module6.ranks", case, str(out), json.dumps(args)], timeout)
     saved = dict(np.load(out)) if out.exists() else {}
     return done, saved
