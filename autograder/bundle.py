@@ -51,15 +51,17 @@ _ZIP_TIME = (2020, 1, 1, 0, 0, 0)  # fixed, so the same tree gives the same zip
 
 def requirements(root: Path = ROOT) -> list[str]:
     """What the grader's environment installs: the runtime dependencies of
-    ``pyproject.toml`` plus pytest, hypothesis and pytest-timeout (with the dev extra's
-    version bounds where it gives them)."""
+    ``pyproject.toml``, pytest, hypothesis and pytest-timeout (with the dev extra's
+    version bounds where it gives them), and the ``dist`` extra where the course has one
+    (stage 6's checks start MPI ranks in the sandbox: mpi4py and MPICH)."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     found = list(project.get("dependencies", []))
-    dev = project.get("optional-dependencies", {}).get("dev", [])
+    extras = project.get("optional-dependencies", {})
+    dev = extras.get("dev", [])
     for name in _GRADING_EXTRAS:
         pinned = [r for r in dev if _requirement_name(r) == name]
         found.append(pinned[0] if pinned else name)
-    return found
+    return found + list(extras.get("dist", []))
 
 
 def _requirement_name(requirement: str) -> str:

@@ -121,6 +121,7 @@ def test_requirements_are_the_runtime_deps_and_the_test_tools() -> None:
     names = {r.split(">")[0].split("=")[0].split("<")[0] for r in requirements(ROOT)}
     assert {"numpy", "numba", "matplotlib", "rich"} <= names
     assert {"pytest", "hypothesis", "pytest-timeout"} <= names
+    assert {"mpi4py", "mpich"} <= names  # stage 6's checks start MPI ranks
     assert not {"ruff", "mypy"} & names
 
 

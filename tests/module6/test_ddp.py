@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from module6.ddp import DistributedSampler, make_buckets, shard
+from tests.module6 import threads
 from tests.module6.mpi import run_ranks
 
 
@@ -33,6 +34,51 @@ def test_two_ranks_take_the_steps_of_one_with_the_whole_batch(
     assert one["losses"][-1] < one["losses"][0]  # it trained
     for key in one:
         np.testing.assert_allclose(two[key], one[key], rtol=1e-6, atol=1e-6, err_msg=key)
+
+
+def _bag(rank: int, dtype: type) -> object:
+    """Parameters of stage 1's SimpleBackend (nothing to compile), other values per rank."""
+    from module0.module import Module, Parameter
+    from module1.tensor import from_numpy
+    from module1.tensor_ops import SimpleBackend
+
+    rng = np.random.default_rng(rank)
+    bag = Module()
+    for i, shape in enumerate([(3, 4), (4,), (2, 2, 2), (1,)]):
+        bag.__setattr__(f"p{i}", Parameter(from_numpy(rng.normal(size=shape).astype(dtype),
+                                                      SimpleBackend)))  # fmt: skip
+    return bag
+
+
+@pytest.mark.task6_2
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_broadcast_and_sync_on_thread_ranks_without_mpi(ranks: int, dtype: type) -> None:
+    """In this process, ranks as threads: rank 0's values everywhere, and each gradient
+    (one missing on rank 1) replaced by the mean over the ranks, in its own dtype."""
+    from module1.tensor import from_numpy
+    from module6.ddp import DistributedDataParallel
+
+    def rank_body(comm: threads.ThreadComm) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        ddp = DistributedDataParallel(_bag(comm.Get_rank(), dtype), comm, bucket_bytes=40)
+        ddp.all_reduce = threads.thread_sum  # MPI's role, so task 6.1 is not needed
+        params = list(ddp.parameters())
+        for i, p in enumerate(params):
+            g = np.full(p.value.shape, 10.0 * comm.Get_rank() + i, dtype)
+            missing = i == 1 and comm.Get_rank() == 1
+            p.value.grad = None if missing else from_numpy(g, p.value.backend)
+        ddp.sync_gradients()
+        return [p.value.to_numpy() for p in params], [p.value.grad.to_numpy() for p in params]
+
+    out = threads.run_ranks(ranks, rank_body)
+    first = [p.value.to_numpy() for p in _bag(0, dtype).parameters()]
+    for values, grads in out:
+        for v, want in zip(values, first, strict=True):
+            np.testing.assert_array_equal(v, want)
+        for i, g in enumerate(grads):
+            parts = [0.0 if (i == 1 and r == 1) else 10.0 * r + i for r in range(ranks)]
+            assert g.dtype == dtype and g.shape == first[i].shape
+            np.testing.assert_allclose(g, np.mean(parts), rtol=1e-6)
 
 
 def test_three_ranks_on_the_ring_of_task_6_1_agree_too(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from module6.distributed import bus_bandwidth, chunk_bounds, ring_all_reduce
+from tests.module6 import threads
 from tests.module6.mpi import run_ranks
 
 LENGTHS = (0, 1, 2, 3, 5, 7, 1000, 65_537)
@@ -38,6 +39,24 @@ def test_ring_all_reduce_sums_over_every_rank(ranks: int, tmp_path: Path) -> Non
         bound = 2 * ranks * eps * np.abs(inputs).astype(np.float64).sum(0) + 1e-300
         assert (np.abs(ring[0] - exact) <= bound).all(), (n, dtype)
         assert np.allclose(ring[0], mpi, rtol=10 * eps, atol=10 * ranks * eps), (n, dtype)
+
+
+@pytest.mark.task6_1
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_ring_sums_on_thread_ranks_without_mpi(ranks: int, dtype: type) -> None:
+    """The same contract in this process: ranks as threads (tests/module6/threads.py)."""
+    for n in (0, 1, 3, 5, 101):
+        inputs = [np.random.default_rng([n, r]).normal(size=n).astype(dtype) for r in range(ranks)]
+        out = threads.run_ranks(
+            ranks, lambda c, xs=inputs: ring_all_reduce(c, xs[c.Get_rank()].copy())
+        )
+        exact = np.sum(np.stack(inputs).astype(np.float64), 0) if n else np.zeros(0)
+        eps = np.finfo(dtype).eps
+        bound = 2 * ranks * eps * np.abs(np.stack(inputs)).astype(np.float64).sum(0)
+        for result in out:
+            assert result.dtype == dtype and np.array_equal(result, out[0]), (ranks, n)
+        assert (np.abs(out[0] - exact) <= bound + 1e-300).all(), (ranks, n)
 
 
 def test_ring_on_one_rank_leaves_the_buffer_as_it_is() -> None:
