@@ -48,7 +48,7 @@ from module5.gpt import GPT, GPTConfig
 from module5.losses import lm_cross_entropy
 from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
 from module5.text import CharTokenizer, get_batch
-from project.dist import Ranks, ranks_from, report_ranks
+from project.dist import Ranks, add_ddp_args, ranks_from, report_ranks
 from project.shakespeare_data import load_works, shakespeare_split
 
 ATTENTION_LINE = "To be, or not to be, that is the question:"
@@ -89,13 +89,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=3, help="samples to write (3)")
     p.add_argument("--sample-len", type=int, default=300, help="characters per sample (300)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
-    p.add_argument(
-        "--ddp",
-        action="store_true",
-        help="data-parallel over the ranks of mpiexec (stage 6's dist extra)",
-    )
-    p.add_argument("--all-reduce", choices=("ring", "mpi"), default="ring",
-                   help="with --ddp: task 6.1's ring (default) or MPI's Allreduce")  # fmt: skip
+    add_ddp_args(p)
     return p
 
 
