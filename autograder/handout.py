@@ -38,6 +38,14 @@ STAGES = (
     Stage(4, "convolutional networks", "conv1d/conv2d forward and backward as "
           "parallel kernels, pooling, max/argmax, softmax, dropout, losses, layers, "
           "state dicts; CNNs trained on real handwritten digits"),
+    Stage(5, "attention and a small GPT", "LayerNorm and GELU with their own "
+          "backward, a masked softmax and attention, multi-head attention, a GPT with "
+          "KV-cache generation, AdamW, clipping, a cosine schedule, a character "
+          "tokenizer, (optional) fused kernels; a GPT trained on Shakespeare"),
+    Stage(6, "past one process", "a ring all-reduce over MPI point-to-point "
+          "messages, data-parallel training (parameter broadcast, bucketed gradient "
+          "averaging, a distributed sampler); needs the dist extra: "
+          "pip install -e \".[dist]\""),
 )  # fmt: skip
 
 SCRIPTS = (
@@ -54,6 +62,14 @@ SCRIPTS = (
      "you have (or --download)"),
     (4, "python -m project.train_sentiment", "a sentence CNN on an offline stand-in "
      "corpus"),
+    (5, "python -m project.train_gpt", "your GPT on the bundled works of Shakespeare "
+     "(exits 1 unless it beats the bigram model by 0.5 nats)"),
+    (5, "python -m project.bench_gpt", "your GPT's training step and generation against "
+     "PyTorch's, where PyTorch is installed"),
+    (6, "mpiexec -n 2 python -m project.train_gpt --ddp", "the same GPT data-parallel on "
+     "two ranks (also project.train_digits --ddp)"),
+    (6, "python -m project.bench_dist", "your ring all-reduce against MPI's, and "
+     "training throughput on 1 and 2 ranks"),
 )  # fmt: skip
 """(stage, command, what it does): the scripts a handout's README lists."""
 
@@ -161,6 +177,9 @@ def student_readme(tasks: tuple[Task, ...], course_name: str = "MiniTorch") -> s
         "| stage | assignment | you build | tasks |",
         "|---|---|---|---|",
     ]
+    missing = set(stages) - {s.number for s in STAGES}
+    if missing:
+        raise ValueError(f"autograder/handout.py: STAGES has no row for stage(s) {sorted(missing)}")
     for stage in STAGES:
         if stage.number not in stages:
             continue

@@ -33,16 +33,18 @@ def make_buckets(parameters: list[Parameter], bucket_bytes: int = BUCKET_BYTES) 
     """Parameter indices grouped into buckets of about ``bucket_bytes`` each, in reverse
     order (the last layers' gradients are ready first in a backward, which is the order
     an implementation that overlaps communication with the backward would send them). A
-    parameter larger than a bucket gets one of its own."""
+    parameter larger than a bucket gets one of its own, and a bucket holds one dtype (a
+    parameter of another dtype starts a new one)."""
     buckets: list[list[int]] = [[]]
-    filled = 0
+    filled, kind = 0, None
     for i in reversed(range(len(parameters))):
-        nbytes = parameters[i].value._tensor._storage.itemsize * parameters[i].value.size
-        if buckets[-1] and filled + nbytes > bucket_bytes:
+        value = parameters[i].value
+        nbytes = value._tensor._storage.itemsize * value.size
+        if buckets[-1] and (filled + nbytes > bucket_bytes or value.dtype != kind):
             buckets.append([])
             filled = 0
         buckets[-1].append(i)
-        filled += nbytes
+        filled, kind = filled + nbytes, value.dtype
     return [b for b in buckets if b]
 
 

@@ -70,8 +70,8 @@ def test_the_handout_readme_is_for_students_and_names_only_released_stages(
     full = tmp_path / "full"
     write_handout(ROOT, full)
     text = (full / "README.md").read_text(encoding="utf-8")
-    for stage in range(5):
-        assert f"[`module{stage}/README.md`](module{stage}/README.md)" in text
+    for stage in sorted({t.stage for t in TASKS}):  # every stage of the registry
+        assert f"[`module{stage}/README.md`](module{stage}/README.md)" in text, stage
     for handout in (stage0, full):  # no dead links
         for target in re.findall(r"\]\(([^)#]+)\)", (handout / "README.md").read_text()):
             assert (handout / target).exists(), (handout, target)

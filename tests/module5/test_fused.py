@@ -138,9 +138,12 @@ def test_layer_norm_rows_match_numpy_with_large_means(dtype: type) -> None:
             close(
                 out, want, dtype, scale=10 * min(lost, 1e3) * np.abs(w).max(), what=f"{what}: out"
             )
+            # The graded check's tolerance (tests/module5/checks.py: layer_norm_rows), no
+            # stricter: a plain solution that shifts in float32 and sums in float64 meets
+            # it and earns full marks there, so it must pass here too.
             hint = " (float64 statistics: in Numba, float() of a float32 stays float32)"
-            np.testing.assert_allclose(m, wm, rtol=1e-12, err_msg=f"{what}: mean{hint}")
-            np.testing.assert_allclose(s, ws, rtol=1e-9, err_msg=f"{what}: rstd{hint}")
+            np.testing.assert_allclose(m, wm, rtol=2e-5, atol=2e-5, err_msg=f"{what}: mean{hint}")
+            np.testing.assert_allclose(s, ws, rtol=2e-5, atol=2e-5, err_msg=f"{what}: rstd{hint}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -53,6 +54,15 @@ def need_mpi() -> None:
             f"no MPI here: {why}, and MINITORCH_REQUIRE_MPI forbids skipping", pytrace=False
         )
     pytest.skip(f"no MPI here: {why}")
+
+
+def failure(proc: subprocess.CompletedProcess[str]) -> str:
+    """What a failed launch says, short: its exit status, the last error line of any
+    rank (where a traceback ends), then the last lines of the output."""
+    lines = proc.stdout.splitlines()
+    errors = [line.strip() for line in lines if re.match(r"\s*\w+(Error|Exception)\b.*:", line)]
+    last = f"; the last error: {errors[-1]}" if errors else ""
+    return f"the ranks exited with status {proc.returncode}{last}\n" + "\n".join(lines[-15:])
 
 
 def launch(n: int, argv: list[str], timeout: float = 180.0) -> subprocess.CompletedProcess[str]:

@@ -13,12 +13,12 @@ import pytest
 
 from module6.ddp import DistributedSampler, make_buckets, shard
 from tests.module6 import threads
-from tests.module6.mpi import run_ranks
+from tests.module6.mpi import failure, run_ranks
 
 
 def _train(ranks: int, tmp: Path, **args: object) -> dict[str, np.ndarray]:
     proc, saved = run_ranks(ranks, "train", {"steps": 20, "seed": 3, **args}, tmp)
-    assert proc.returncode == 0, proc.stdout
+    assert proc.returncode == 0, failure(proc)
     return saved
 
 
@@ -90,7 +90,7 @@ def test_three_ranks_on_the_ring_of_task_6_1_agree_too(tmp_path: Path) -> None:
 
 def test_models_that_differ_are_refused_on_every_rank(tmp_path: Path) -> None:
     proc, saved = run_ranks(3, "mismatch", {}, tmp_path)
-    assert proc.returncode == 0 and len(saved["messages"]) == 3, proc.stdout
+    assert proc.returncode == 0 and len(saved["messages"]) == 3, failure(proc)
     for line in saved["messages"]:
         assert "rank 0 has weight (3, 4)" in line and "rank 1 has weight (3, 5)" in line, line
 
@@ -146,3 +146,8 @@ def test_buckets_hold_every_parameter_once_last_layers_first() -> None:
     sizes = [sum(params[i].value.size * 8 for i in b) for b in buckets]
     assert all(s <= 4096 or len(b) == 1 for s, b in zip(sizes, buckets, strict=True))
     assert len(make_buckets(list(Linear(3, 2).parameters()), bucket_bytes=1)) == 2
+    mixed = Linear(3, 2)
+    mixed.bias.update(mixed.bias.value.to("float32"))
+    kinds = [[str(list(mixed.parameters())[i].value.dtype) for i in b]
+             for b in make_buckets(list(mixed.parameters()))]  # fmt: skip
+    assert kinds == [["float32"], ["float64"]]  # one dtype a bucket

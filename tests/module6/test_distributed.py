@@ -12,7 +12,7 @@ import pytest
 
 from module6.distributed import bus_bandwidth, chunk_bounds, ring_all_reduce
 from tests.module6 import threads
-from tests.module6.mpi import run_ranks
+from tests.module6.mpi import failure, run_ranks
 
 LENGTHS = (0, 1, 2, 3, 5, 7, 1000, 65_537)
 """Around every rank count: empty, fewer entries than ranks, chunks of unequal length."""
@@ -28,7 +28,7 @@ def _cases() -> list[list[object]]:
 def test_ring_all_reduce_sums_over_every_rank(ranks: int, tmp_path: Path) -> None:
     cases = _cases()
     proc, saved = run_ranks(ranks, "ring", {"cases": cases}, tmp_path)
-    assert proc.returncode == 0, proc.stdout
+    assert proc.returncode == 0, failure(proc)
     for i, (n, dtype, _) in enumerate(cases):
         inputs, ring, mpi = saved[f"inputs{i}"], saved[f"ring{i}"], saved[f"mpi{i}"]
         assert ring.shape == (ranks, n) and ring.dtype == np.dtype(dtype), (n, dtype)

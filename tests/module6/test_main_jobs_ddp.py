@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from project import train_gpt
-from tests.module6.mpi import launch
+from tests.module6.mpi import failure, launch
 
 SMOKE = ["--iters", "12", "--layers", "1", "--width", "16", "--heads", "2", "--block", "8",
          "--batch", "4", "--eval-interval", "6", "--eval-iters", "2", "--samples", "1",
@@ -27,7 +27,7 @@ def _log(folder: Path) -> np.ndarray:
 def test_two_ranks_train_as_one_process_and_report_their_share(tmp_path: Path) -> None:
     assert train_gpt.main([*SMOKE, "--out", str(tmp_path / "one")]) == 0
     proc = launch(2, ["-m", "project.train_gpt", *SMOKE, "--ddp", "--out", str(tmp_path / "two")])
-    assert proc.returncode == 0, proc.stdout
+    assert proc.returncode == 0, failure(proc)
     np.testing.assert_allclose(_log(tmp_path / "two"), _log(tmp_path / "one"), rtol=1e-9)
     assert proc.stdout.count("gate passed") == 1  # rank 0 alone prints
     for rank in (0, 1):
@@ -48,7 +48,7 @@ def test_the_digits_cnn_trains_on_two_ranks(tmp_path: Path) -> None:
     argv = ["-m", "project.train_digits", "--ddp", "--epochs", "2", "--no-figures",
             "--gate", "0.5", "--out", str(tmp_path)]  # fmt: skip
     proc = launch(2, argv)
-    assert proc.returncode == 0, proc.stdout
+    assert proc.returncode == 0, failure(proc)
     assert proc.stdout.count("gate PASSED") == 1 and "all 2 ranks: " in proc.stdout
     with (tmp_path / "digits" / "log.csv").open() as f:
         rows = list(csv.DictReader(f))
