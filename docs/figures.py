@@ -8,7 +8,8 @@ One matplotlib script draws every figure the stage READMEs link to:
 - ``conv_unfold.png``: conv1d and conv2d as a product with the unfolded input (4);
 - ``cuda_grid.png``: blocks, threads and the global index ``i`` of a CUDA launch (3);
 - ``causal_mask.png``, ``gpt_block.png``, ``kv_cache.png``: the causal mask (with a
-  cache), the shapes through a transformer block, what a KV cache keeps (5).
+  cache), the shapes through a transformer block, what a KV cache keeps (5);
+- ``ring_all_reduce.png``: the ring all-reduce's chunks step by step on 3 ranks (6).
 
 The figures are diagrams, not data: everything is drawn from fixed coordinates with the
 Agg backend, so a run gives the same files. Regenerate them all with::
@@ -903,6 +904,60 @@ def kv_cache() -> Path:
     return save(fig, "kv_cache.png")
 
 
+def ring_all_reduce() -> Path:
+    """The ring all-reduce on 3 ranks: each rank's 3 chunks, before and after each step
+    of the reduce-scatter and the all-gather (which ranks' parts each chunk holds)."""
+    k = 3
+    fig, ax = new_figure(16.0, 5.6)
+    label(ax, 8.0, 5.25, "Ring all-reduce, 3 ranks: rank r sends to rank r + 1 (mod 3)",
+          size=13, weight="bold")  # fmt: skip
+    state = [[{r} for _ in range(k)] for r in range(k)]  # state[rank][chunk]
+    panels = [("start", state, set())]
+    for phase, name in (("reduce", "reduce-scatter"), ("gather", "all-gather")):
+        for step in range(k - 1):
+            new = [[set(c) for c in row] for row in state]
+            changed = set()
+            for r in range(k):
+                right = (r + 1) % k
+                chunk = (r - step) % k if phase == "reduce" else (r + 1 - step) % k
+                if phase == "reduce":
+                    new[right][chunk] |= state[r][chunk]
+                else:
+                    new[right][chunk] = set(state[r][chunk])
+                changed.add((right, chunk))
+            state = new
+            panels.append((f"{name}\nstep {step}", state, changed))
+    w, h, gap, x0 = 0.78, 0.72, 0.62, 1.2
+    for p, (title, cells, changed) in enumerate(panels):
+        px = x0 + p * (k * w + gap)
+        label(ax, px + k * w / 2, 4.25, title, size=10)
+        for c in range(k):
+            label(ax, px + (c + 0.5) * w, 3.7, "abc"[c], size=10, color=MUTED)
+        for r in range(k):
+            y = 2.9 - r * h
+            if p == 0:
+                label(ax, px - 0.15, y + h / 2, f"rank {r}", size=10, ha="right")
+            for c in range(k):
+                parts = cells[r][c]
+                done = len(parts) == k
+                text = "all" if done else "+".join(str(i) for i in sorted(parts))
+                fill = OUT_COLOR if done else (B_COLOR if len(parts) > 1 else STORAGE)
+                cell(ax, px + c * w, y, text, w=w, h=h, size=9, fc=fill)
+                if (r, c) in changed:
+                    outline(ax, px + c * w, y, w, h, lw=2.0)
+    notes = [
+        "a cell: whose parts that chunk holds (\"0+2\": rank 0's and rank 2's, added); "
+        "red frame: received in that step",
+        "reduce-scatter: add the received chunk to your own; after K - 1 steps each rank "
+        "holds one complete chunk",
+        "all-gather: store the received chunk; after K - 1 more steps every rank holds "
+        "them all, the same bits",
+    ]
+    for i, text in enumerate(notes):
+        label(ax, 0.4, 0.95 - 0.38 * i, text, size=9.5, ha="left", color=INK if i else MUTED)
+    return save(fig, "ring_all_reduce.png")
+
+
 FIGURES: Sequence[Callable[[], Path]] = (
     strides_view_permute,
     broadcasting,
@@ -912,6 +967,7 @@ FIGURES: Sequence[Callable[[], Path]] = (
     causal_mask,
     gpt_block,
     kv_cache,
+    ring_all_reduce,
 )
 
 
