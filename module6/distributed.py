@@ -14,8 +14,10 @@ A communicator here is anything with mpi4py's ``Get_rank()``, ``Get_size()`` and
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,13 @@ def mpi() -> Any:
             f"stage 6's distributed training needs MPI (mpi4py and an MPI library): {INSTALL}"
         ) from error
     return MPI
+
+
+def mpiexec() -> str | None:
+    """The ``mpiexec`` beside this Python (the one the MPICH wheel puts in the
+    environment's ``bin/``, matching its mpi4py), else one on the PATH, else None."""
+    here = shutil.which("mpiexec", path=str(Path(sys.executable).parent))
+    return here or shutil.which("mpiexec")
 
 
 def world() -> Any:

@@ -38,23 +38,15 @@ from project.bench_page import Report
 MB = 1 << 20
 
 
-def mpiexec() -> str:
-    """The ``mpiexec`` beside this Python (the MPICH wheel's), else the PATH's."""
-    import shutil
-    from pathlib import Path
-
-    found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which(
-        "mpiexec"
-    )
-    if found is None:
-        raise SystemExit('bench_dist needs MPI: pip install -e ".[dist]"')
-    return found
-
-
 def launch(ranks: int, worker: list[str]) -> Any:
     """Rank 0's ``RESULT=`` JSON from ``mpiexec -n ranks python -m project.bench_dist
     --worker ...``; None (and the output on stderr) when it gave none."""
-    command = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "project.bench_dist",
+    from module6.distributed import INSTALL, mpiexec
+
+    launcher = mpiexec()
+    if launcher is None:
+        raise SystemExit(f"bench_dist needs MPI: {INSTALL}")
+    command = [launcher, "-n", str(ranks), sys.executable, "-m", "project.bench_dist",
                "--worker", *worker]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True, check=False)
     for line in proc.stdout.splitlines():

@@ -222,8 +222,7 @@ def fit(
                 loss = cross_entropy(logits, train.y[idx])
                 optimizer.zero_grad()
                 loss.backward()
-                if trained is not model:  # --ddp: the mean of the ranks' gradients
-                    trained.sync_gradients()
+                ranks.sync(trained)  # --ddp: the mean of the ranks' gradients
                 optimizer.step()
                 training_seconds += time.perf_counter() - began
                 samples += len(idx)

@@ -51,6 +51,11 @@ class Ranks:
         """The mean of ``value`` over the ranks."""
         return self.total(value) / self.size
 
+    def sync(self, trained: Any) -> None:
+        """After a backward: the mean of the ranks' gradients (nothing on one rank)."""
+        if self.comm is not None:
+            trained.sync_gradients()
+
     def wrap(self, model: Any) -> Any:
         """``model`` in stage 6's DistributedDataParallel (rank 0's values broadcast),
         or ``model`` itself on one rank."""

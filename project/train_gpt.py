@@ -244,8 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             loss = _loss(trained, ranks.share(x), ranks.share(y))
             optimizer.zero_grad()
             loss.backward()
-            if trained is not model:  # --ddp: the mean of the ranks' gradients
-                trained.sync_gradients()
+            ranks.sync(trained)  # --ddp: the mean of the ranks' gradients
             clip_grad_norm_(model.parameters(), args.clip)
             optimizer.step()
             training_seconds += time.perf_counter() - began

@@ -30,7 +30,7 @@ RANK_SECONDS = 120.0
 def _ranks(n: int, case: str, args: dict[str, Any]) -> dict[str, Any]:
     """What rank 0 of ``n`` ranks running ``case`` saved; RuntimeError with their output
     when they fail."""
-    from tests.module6.mpi import mpiexec
+    from module6.distributed import mpiexec
 
     launcher = mpiexec()
     if launcher is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,14 +21,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from module6.distributed import INSTALL
+from module6.distributed import INSTALL, mpiexec
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def mpiexec() -> str | None:
-    """The ``mpiexec`` beside this Python (the MPICH wheel's), else one on the PATH."""
-    return shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 
 
 @cache
