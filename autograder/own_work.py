@@ -54,7 +54,7 @@ SCALAR_MODULES = frozenset({"math", "cmath"})
 """Modules whose functions work on one number (``math.exp``): a kernel may call them."""
 
 DENIED_MODULES = frozenset({
-    "scipy", "torch", "jax", "jaxlib", "tensorflow", "cupy", "numexpr", "sklearn",
+    "scipy", "torch", "jax", "jaxlib", "tensorflow", "cupy", "numexpr", "sklearn", "ml_dtypes",
     "pandas", "mkl", "blis", "threadpoolctl", "ctypes", "cffi", "operator", "importlib",
     "sys", "builtins", "subprocess", "os", "multiprocessing", "pickle", "marshal",
 })  # fmt: skip

@@ -436,6 +436,25 @@ TASKS: tuple[Task, ...] = (
             "module6.ddp:DistributedSampler.indices",
         ),
     ),
+    Task(
+        id="6.3",
+        title="Half-precision storage: the bfloat16 codec",
+        points=10,
+        files=("module6/half.py",),
+        functions=("module6.half:bfloat16_encode", "module6.half:bfloat16_decode"),
+        own_work=True,
+    ),
+    Task(
+        id="6.4",
+        title="Dynamic loss scaling",
+        points=10,
+        files=("module6/scaler.py",),
+        functions=(
+            "module6.scaler:GradScaler.unscale_",
+            "module6.scaler:GradScaler.step",
+            "module6.scaler:GradScaler.update",
+        ),
+    ),
 )
 
 

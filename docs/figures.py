@@ -9,7 +9,9 @@ One matplotlib script draws every figure the stage READMEs link to:
 - ``cuda_grid.png``: blocks, threads and the global index ``i`` of a CUDA launch (3);
 - ``causal_mask.png``, ``gpt_block.png``, ``kv_cache.png``: the causal mask (with a
   cache), the shapes through a transformer block, what a KV cache keeps (5);
-- ``ring_all_reduce.png``: the ring all-reduce's chunks step by step on 3 ranks (6).
+- ``ring_all_reduce.png``: the ring all-reduce's chunks step by step on 3 ranks (6);
+- ``half_formats.png``: float32, bfloat16 and float16 bit by bit, and bfloat16 as the
+  upper half of a float32 (6).
 
 The figures are diagrams, not data: everything is drawn from fixed coordinates with the
 Agg backend, so a run gives the same files. Regenerate them all with::
@@ -958,6 +960,37 @@ def ring_all_reduce() -> Path:
     return save(fig, "ring_all_reduce.png")
 
 
+def half_formats() -> Path:
+    """float32, bfloat16 and float16: sign, exponent and fraction bits to scale, with
+    bfloat16 drawn under the float32 bits it keeps and the 16 it rounds away."""
+    fig, ax = new_figure(16.0, 6.6)
+    label(ax, 8.0, 6.25, "Three float formats, bit by bit (s: the sign)", size=13,
+          weight="bold")  # fmt: skip
+    bit, x0 = 0.36, 2.5
+    rows = [  # name, y, (sign, exponent, fraction), range and digits
+        ("float32", 4.6, (1, 8, 23), "largest 3.4e38, smallest normal 1.2e-38, ~7 digits"),
+        ("bfloat16", 2.9, (1, 8, 7), "float32's range, ~3 digits"),
+        ("float16", 0.9, (1, 5, 10), "largest 65504, smallest 6.0e-8 (subnormal), ~3 digits"),
+    ]
+    fills = (OUT_COLOR, A_COLOR, B_COLOR)
+    for name, y, widths, note in rows:
+        label(ax, x0 - 0.2, y + 0.35, name, size=12, ha="right", weight="bold")
+        x = x0
+        for field, (n, fill) in enumerate(zip(widths, fills, strict=False)):
+            text = ("s", f"exponent {n}", f"fraction {n}")[field]
+            cell(ax, x, y, text, w=n * bit, h=0.7, fc=fill, size=10)
+            for i in range(1, n):  # a tick per bit
+                ax.plot([x + i * bit] * 2, [y, y + 0.12], color=EDGE, lw=0.8, zorder=3)
+            x += n * bit
+        label(ax, x0, y - 0.3, note, size=9.5, ha="left", color=MUTED)
+    top = x0 + 16 * bit
+    cell(ax, top, 2.9, "the lower 16 bits: rounded away\n(to the nearest, ties to even)",
+         w=16 * bit, h=0.7, fc="none", ec=HIGHLIGHT, ls="--", size=9, color=HIGHLIGHT)  # fmt: skip
+    bracket(ax, x0, top, 4.6 + 0.85, color=A_DARK)
+    label(ax, (x0 + top) / 2, 5.75, "bfloat16 = these 16 bits", size=10, color=A_DARK)
+    return save(fig, "half_formats.png")
+
+
 FIGURES: Sequence[Callable[[], Path]] = (
     strides_view_permute,
     broadcasting,
@@ -968,6 +1001,7 @@ FIGURES: Sequence[Callable[[], Path]] = (
     gpt_block,
     kv_cache,
     ring_all_reduce,
+    half_formats,
 )
 
 

@@ -174,7 +174,7 @@ class Tensor(Variable):
     def __repr__(self) -> str:
         body = np.array2string(self.to_numpy(), separator=", ", prefix="tensor(")
         grad = ", requires_grad=True" if self.requires_grad else ""
-        kind = ", dtype=float32" if self.dtype == float32 else ""
+        kind = "" if self.dtype == float64 else f", dtype={self.dtype}"
         return f"tensor({body}{kind}{grad})"
 
     def __len__(self) -> int:

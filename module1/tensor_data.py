@@ -128,6 +128,11 @@ DTYPES = (float64, float32)
 precision), and float32 (half the memory and twice the numbers per vector instruction;
 the only fast dtype on most GPUs)."""
 
+storage_only: dict[np.dtype, str] = {}
+"""Dtypes a tensor may be stored in but no operation computes in, each with the advice
+its errors give: a later stage registers its half-precision types here (stage 6's
+float16 and bfloat16, computed in float32 under its ``autocast``)."""
+
 
 _LAYOUTS: dict[
     tuple[object, object, object],
@@ -180,13 +185,14 @@ def _layout(
 
 def as_dtype(dtype: object) -> np.dtype:
     """``dtype`` (``np.float32``, ``"float32"``, a NumPy dtype, ``float``) as one of
-    :data:`DTYPES`; TypeError naming it otherwise."""
+    :data:`DTYPES` or :data:`storage_only`; TypeError naming it otherwise."""
     try:
         found = np.dtype(dtype)  # type: ignore[call-overload]
     except TypeError:
         found = None
-    if found not in DTYPES:
-        raise TypeError(f"tensors hold float64 or float32, not {dtype!r}")
+    if found not in DTYPES and found not in storage_only:
+        kinds = ", ".join(str(d) for d in (*DTYPES, *storage_only))
+        raise TypeError(f"tensors hold {kinds}; not {dtype!r}")
     return found
 
 
@@ -209,8 +215,8 @@ class TensorData:
             self._storage: Storage = storage  # type: ignore[assignment]
         else:
             array = np.ascontiguousarray(storage)
-            if array.dtype.char not in "df":  # float64 and float32 are kept
-                array = array.astype(np.float64)
+            if array.dtype.char not in "df" and array.dtype not in storage_only:
+                array = array.astype(np.float64)  # float64, float32 and storage-only kept
             self._storage = array if array.ndim == 1 else array.reshape(-1)
         self._set_layout(shape, strides)
 

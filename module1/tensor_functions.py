@@ -17,9 +17,11 @@ from collections.abc import Callable
 from sys import getrefcount
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from module0.autodiff import Context, Variable, grad_mode
 from module0.errors import ForwardTypeError, MiniTorchError
-from module1.tensor_data import ShapeError, TensorData, is_device_array
+from module1.tensor_data import ShapeError, TensorData, is_device_array, storage_only
 from module1.tensor_ops import matmul_shape
 
 if TYPE_CHECKING:
@@ -42,10 +44,24 @@ def _same_dtype(name: str, inputs: tuple[Variable, ...]) -> None:
     for i in range(1, len(inputs)):
         dtype = inputs[i]._tensor._storage.dtype  # type: ignore[attr-defined]
         if dtype is not first and dtype != first:
+            advice = storage_only.get(first) or storage_only.get(dtype)
             raise DtypeError(
-                f"{name}: input 0 is {first} and input {i} is {dtype}; convert one with "
-                ".to(dtype), .float() or .double()"
+                f"{name}: input 0 is {first} and input {i} is {dtype}; "
+                + (advice or "convert one with .to(dtype), .float() or .double()")
             )
+
+
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+
+
+def _computable(name: str, first: Variable) -> None:
+    """DtypeError naming the operation when its first input is in a storage-only dtype
+    (stage 6's float16 and bfloat16): no kernel computes in it."""
+    dtype = first._tensor._storage.dtype  # type: ignore[attr-defined]
+    if dtype in storage_only:
+        raise DtypeError(
+            f"{name}: the input is {dtype}, a storage-only dtype; {storage_only[dtype]}"
+        )
 
 
 def _same_backend(name: str, inputs: tuple[Variable, ...]) -> None:
@@ -80,6 +96,12 @@ def _wanted(ctx: Context) -> list[bool]:
     return [t.requires_grad for t in ctx.inputs] or [True] * 2
 
 
+dispatch: Callable[[type[Function], tuple[Any, ...]], Tensor | None] | None = None
+"""A routing rule a later stage may install: ``Function.apply`` asks it first, and runs
+the operation itself where it answers None. Stage 6's ``autocast`` runs matrix products
+in half precision this way (as PyTorch's dispatcher does for its autocast)."""
+
+
 class Function:
     """A differentiable tensor operation.
 
@@ -98,6 +120,10 @@ class Function:
         """Run ``forward`` on the tensor arguments detached (same storage, no history;
         a constant is passed as it is) and, when one of them requires a gradient (and
         grad mode is on), attach the operation's Context to the result."""
+        if dispatch is not None:
+            routed = dispatch(cls, vals)
+            if routed is not None:
+                return routed
         # One plain loop, no generators: this runs once per operation.
         inputs: list[Variable] = []
         args = list(vals)
@@ -115,6 +141,10 @@ class Function:
                 if v.requires_grad:  # a constant is passed as it is: it has no history
                     need_grad = True
                     args[i] = v.detach()  # type: ignore[attr-defined]
+        if storage_only and inputs and cls is not Cast:
+            kind = inputs[0]._tensor._storage.dtype  # type: ignore[attr-defined]
+            if kind is not _F64 and kind is not _F32:  # the common case: one identity test
+                _computable(cls.__name__, inputs[0])
         need_grad = need_grad and grad_mode.enabled
         ctx = Context(cls, tuple(inputs) if need_grad else ())
         out = cls.forward(ctx, *args)

@@ -52,6 +52,7 @@ from module1.tensor import Tensor, from_numpy
 from module2.fast_optim import FastAdam
 from module4.layers import save
 from module4.losses import cross_entropy
+from project.amp import Precision, add_amp_args
 from project.dist import Ranks, report_ranks
 
 MIN_MOVE = 0.01
@@ -85,6 +86,8 @@ class FitConfig:
     class_names: Sequence[str] = tuple(str(i) for i in range(10))
     dtype: str = "float64"
     """The parameters' and inputs' dtype: ``float64`` or ``float32``."""
+    amp: str | None = None
+    """Mixed precision (stage 6): ``bfloat16`` or ``float16`` autocast, or None."""
 
 
 @dataclass
@@ -140,13 +143,18 @@ def _in_dtype(
 
 
 def evaluate(
-    model: Module, data: Split, to_input: Callable[[npt.NDArray[Any]], Any], batch: int = 500
+    model: Module,
+    data: Split,
+    to_input: Callable[[npt.NDArray[Any]], Any],
+    batch: int = 500,
+    precision: Precision | None = None,
 ) -> tuple[float, npt.NDArray[np.int64]]:
-    """(mean cross-entropy, predicted classes) on ``data``, in eval mode, no graph."""
+    """(mean cross-entropy, predicted classes) on ``data``, in eval mode, no graph, in
+    the training's ``precision``."""
     was_training = model.training
     model.eval()
     losses, predictions = [], []
-    with no_grad():
+    with no_grad(), (precision or Precision()).autocast():
         for start in range(0, len(data), batch):
             logits = model(to_input(data.x[start : start + batch])).to_numpy()
             y = data.y[start : start + batch]
@@ -178,6 +186,7 @@ def fit(
     if ranks.lead:
         out.mkdir(parents=True, exist_ok=True)
     result = FitResult(out_dir=out)
+    precision = Precision(config.amp, config.dtype)  # --amp: autocast, loss scaling
     model.to(config.dtype)
     trained = ranks.wrap(model)  # rank 0's values on every rank
     to_input = _in_dtype(to_input, config.dtype)
@@ -218,12 +227,13 @@ def fit(
             for b in range(batches):
                 began = time.perf_counter()
                 idx = ranks.share(order[b * config.batch_size : (b + 1) * config.batch_size])
-                logits = trained(to_input(train.x[idx]))
-                loss = cross_entropy(logits, train.y[idx])
+                with precision.autocast():
+                    logits = trained(to_input(train.x[idx]))
+                    loss = cross_entropy(logits, train.y[idx])
                 optimizer.zero_grad()
-                loss.backward()
+                precision.backward(loss)
                 ranks.sync(trained)  # --ddp: the mean of the ranks' gradients
-                optimizer.step()
+                precision.step(optimizer)
                 training_seconds += time.perf_counter() - began
                 samples += len(idx)
                 value = loss.item()
@@ -232,7 +242,7 @@ def fit(
                 last = f"loss {value:.4f}"
                 progress.update(task, advance=1, loss=last)
         total_loss, correct = ranks.total(total_loss), int(ranks.total(correct))
-        test_loss, predicted = evaluate(model, test, to_input)
+        test_loss, predicted = evaluate(model, test, to_input, precision=precision)
         seconds = time.perf_counter() - start
         result.train_loss.append(total_loss / len(train))
         result.train_acc.append(correct / len(train))
@@ -255,6 +265,8 @@ def fit(
     result.confusion = np.zeros((k, k), dtype=np.int64)
     np.add.at(result.confusion, (test.y, predicted), 1)
     report_ranks(console, ranks, trained, samples, training_seconds)
+    if precision.amp:
+        console.print(precision.describe())
     if not ranks.lead:
         return result
     result.files = [log_path, save(model, out / "model.npz")]
@@ -287,6 +299,7 @@ def add_run_args(p: argparse.ArgumentParser, epochs: int, lr: float) -> None:
         "--dtype", choices=("float64", "float32"), default="float64",
         help="the parameters' and inputs' dtype (float64)",
     )  # fmt: skip
+    add_amp_args(p)
 
 
 def config_from(args: argparse.Namespace, name: str, gate: float, **extra: Any) -> FitConfig:
@@ -301,6 +314,7 @@ def config_from(args: argparse.Namespace, name: str, gate: float, **extra: Any) 
         out=args.out,
         figures=not args.no_figures,
         dtype=args.dtype,
+        amp=args.amp,
         **extra,
     )
 

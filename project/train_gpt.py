@@ -48,6 +48,7 @@ from module5.gpt import GPT, GPTConfig
 from module5.losses import lm_cross_entropy
 from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
 from module5.text import CharTokenizer, get_batch
+from project.amp import Precision, add_amp_args
 from project.dist import Ranks, add_ddp_args, ranks_from, report_ranks
 from project.shakespeare_data import load_works, shakespeare_split
 
@@ -90,6 +91,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sample-len", type=int, default=300, help="characters per sample (300)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
     add_ddp_args(p)
+    add_amp_args(p)
     return p
 
 
@@ -109,15 +111,19 @@ def _loss(model: Module, x: np.ndarray, y: np.ndarray) -> Tensor:
 
 
 def estimate(
-    model: Module, batches: list[tuple[np.ndarray, np.ndarray]], ranks: Ranks | None = None
+    model: Module,
+    batches: list[tuple[np.ndarray, np.ndarray]],
+    ranks: Ranks | None = None,
+    precision: Precision | None = None,
 ) -> float:
-    """The mean loss over fixed batches, in eval mode, without a graph (with ``ranks``,
-    each rank takes its share of every batch, and the mean is over the ranks)."""
+    """The mean loss over fixed batches, in eval mode, without a graph, in the
+    training's ``precision`` (with ``ranks``, each rank takes its share of every batch,
+    and the mean is over the ranks)."""
     ranks = ranks or Ranks()
     was = model.training
     model.eval()
     try:
-        with no_grad():
+        with no_grad(), (precision or Precision()).autocast():
             mine = [_loss(model, ranks.share(x), ranks.share(y)).item() for x, y in batches]
             return ranks.mean(float(np.mean(mine)))
     finally:
@@ -188,6 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = GPTConfig(
         tok.vocab_size, args.block, args.layers, args.heads, args.width, args.dropout
     )
+    precision = Precision(args.amp, args.dtype)  # --amp: autocast, loss scaling
     model = GPT(config, seed=args.seed)
     model.to(args.dtype)
     trained: Module = ranks.wrap(model)
@@ -195,7 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.print(
         f"[bold]gpt[/]: {len(train):,} training and {len(val):,} validation characters, "
         f"vocabulary {tok.vocab_size}, {model.num_parameters():,} parameters, "
-        f"{args.iters} steps of {args.batch} x {args.block} ({args.dtype})"
+        f"{args.iters} steps of {args.batch} x {args.block} ({args.dtype}"
+        + (f", {args.amp} autocast)" if args.amp else ")")
         + (f", {ranks.size} ranks of {args.batch // ranks.size}" if ranks.comm else "")
     )
     console.print(f"bigram model: validation loss {run.bigram:.4f}")
@@ -215,8 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def evaluate(step: int) -> None:
         run.steps.append(step)
-        run.train_loss.append(estimate(trained, evals["train"], ranks))
-        run.val_loss.append(estimate(trained, evals["val"], ranks))
+        run.train_loss.append(estimate(trained, evals["train"], ranks, precision))
+        run.val_loss.append(estimate(trained, evals["val"], ranks, precision))
         seconds = time.perf_counter() - start
         if lead:
             with log_path.open("a", newline="") as f:
@@ -241,18 +249,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             began = time.perf_counter()
             optimizer.lr = cosine_lr(step, args.lr, args.warmup, args.iters, args.min_lr)
             x, y = get_batch(train, args.batch, args.block, rng)  # alike on every rank
-            loss = _loss(trained, ranks.share(x), ranks.share(y))
+            with precision.autocast():
+                loss = _loss(trained, ranks.share(x), ranks.share(y))
             optimizer.zero_grad()
-            loss.backward()
+            precision.backward(loss)
             ranks.sync(trained)  # --ddp: the mean of the ranks' gradients
+            precision.unscale(optimizer)  # float16: clip the true gradients
             clip_grad_norm_(model.parameters(), args.clip)
-            optimizer.step()
+            precision.step(optimizer)
             training_seconds += time.perf_counter() - began
             last = f"loss {loss.item():.4f}"
             progress.update(task, advance=1, loss=last)
     evaluate(args.iters)
     run.seconds = time.perf_counter() - start
     report_ranks(console, ranks, trained, args.iters * args.batch // ranks.size, training_seconds)
+    if precision.amp:
+        console.print(precision.describe())
     ok = run.bigram - run.val_loss[-1] >= args.gate
     if not lead:
         return 0 if ok else 1

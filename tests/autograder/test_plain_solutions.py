@@ -30,7 +30,22 @@ from tests.autograder.plain import stage2, stage4, stage5, stage6
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN = {**stage2.BODIES, **stage4.BODIES, **stage5.BODIES, **stage6.BODIES}
-TASK_IDS = ("2.1", "2.2", "2.3", "4.1", "4.2", "5.1", "5.2", "5.3", "5.4", "5.5", "6.1", "6.2")
+TASK_IDS = (
+    "2.1",
+    "2.2",
+    "2.3",
+    "4.1",
+    "4.2",
+    "5.1",
+    "5.2",
+    "5.3",
+    "5.4",
+    "5.5",
+    "6.1",
+    "6.2",
+    "6.3",
+    "6.4",
+)
 
 
 def test_the_plain_solutions_write_exactly_the_stubs_of_their_tasks() -> None:

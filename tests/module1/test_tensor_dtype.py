@@ -104,12 +104,12 @@ def test_from_numpy_keeps_float32_and_float64_and_converts_the_rest() -> None:
 
 
 def test_an_unsupported_dtype_is_refused_by_name() -> None:
-    for bad in ("int32", np.float16, "complex128"):
-        with pytest.raises(TypeError, match="float64 or float32"):
+    for bad in ("int32", np.int8, "complex128"):
+        with pytest.raises(TypeError, match="float64, float32"):
             as_dtype(bad)
-        with pytest.raises(TypeError, match="float64 or float32"):
+        with pytest.raises(TypeError, match="float64, float32"):
             zeros(2, dtype=bad)
-    with pytest.raises(TypeError, match="float64 or float32"):
+    with pytest.raises(TypeError, match="float64, float32"):
         tensor([1.0], dtype="int64")
 
 

@@ -151,3 +151,159 @@ def distributed_sampler(rng: np.random.Generator) -> Any:
         answers.append({"n": n, "size": size, "indices": case})
     answers.append(raised(lambda: DistributedSampler(5, 3, 3)))
     return answers
+
+
+# =========================================================================================
+# Task 6.3: the bfloat16 codec
+# =========================================================================================
+
+_EDGE_BITS = (
+    0x00000000, 0x80000000, 0x3F808000, 0x3F818000, 0x3F807FFF, 0x3F808001, 0x7F7FFFFF,
+    0x7F7F7FFF, 0x7F7F8000, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x00000001, 0x00008000,
+    0x00018000, 0x807FFFFF, 0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF812345,
+)  # fmt: skip
+
+
+def _encoded(bits: np.ndarray) -> dict[str, Any]:
+    """The codes of ``bits`` (float32 patterns): exact where the input is a number; for
+    a NaN only that it stays a NaN, and its sign (any payload is right)."""
+    from module6.half import bfloat16_encode
+
+    out = np.full(len(bits), 0xDEAD, np.uint16)
+    bfloat16_encode(np.ascontiguousarray(bits, np.uint32), out)
+    nan = np.isnan(bits.view(np.float32))
+    code = out.astype(np.int64)
+    is_nan = (code & 0x7FFF) > 0x7F80
+    return {
+        "codes": np.where(nan, -1, code),
+        "NaN stays NaN": is_nan[nan].tolist(),
+        "NaN's sign": (code[nan] >> 15).tolist(),
+    }
+
+
+@check("6.3", rtol=0.0, atol=0.0)
+def bfloat16_encode_edges(rng: np.random.Generator) -> Any:
+    """Ties (to even), the largest values (some round to infinity), infinities,
+    subnormals, signed zeros and NaNs, in a shuffled order."""
+    bits = np.array(_EDGE_BITS, np.uint32)[rng.permutation(len(_EDGE_BITS))]
+    return _encoded(bits)
+
+
+@check("6.3", rtol=0.0, atol=0.0)
+def bfloat16_encode_random(rng: np.random.Generator) -> Any:
+    """100,000 random float32 patterns, and 1,000 values exactly halfway between two
+    bfloat16s."""
+    bits = rng.integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32)
+    ties = (rng.integers(0, 2**16, 1_000, dtype=np.uint64) << 16 | 0x8000).astype(np.uint32)
+    return _encoded(np.concatenate([bits, ties]))
+
+
+@check("6.3", rtol=0.0, atol=0.0)
+def bfloat16_decode_all(rng: np.random.Generator) -> Any:
+    """All 65,536 codes in a shuffled order, widened to float32 patterns (exact)."""
+    from module6.half import bfloat16_decode
+
+    codes = rng.permutation(2**16).astype(np.uint16)
+    out = np.full(len(codes), 0xDEADBEEF, np.uint32)
+    bfloat16_decode(codes, out)
+    return {"patterns": out.astype(np.int64)}
+
+
+# =========================================================================================
+# Task 6.4: dynamic loss scaling
+# =========================================================================================
+
+
+def _scaler_run(rng: np.random.Generator, steps: int, interval: int) -> dict[str, Any]:
+    """A GradScaler over ``steps`` steps of SGD on SimpleBackend parameters whose scaled
+    gradients are drawn (an inf or a NaN now and then): each step's scale, whether it
+    stepped, and the parameters at the end."""
+    from module0.module import Parameter
+    from module0.optim import SGD
+    from module1.creation import from_numpy
+    from module6.scaler import GradScaler
+
+    scaler = GradScaler(init_scale=float(2 ** rng.integers(4, 12)), growth_interval=interval,
+                        backoff_factor=0.5, growth_factor=2.0)  # fmt: skip
+    params = [Parameter(from_numpy(rng.standard_normal(n).astype(np.float32))) for n in (3, 5)]
+    optimizer = SGD(params, lr=0.1)
+    scales, took, found = [], [], []
+    for _ in range(steps):
+        for p in params:
+            g = rng.standard_normal(p.value.size).astype(np.float32)
+            if rng.random() < 0.15:
+                g[rng.integers(g.size)] = rng.choice([np.inf, -np.inf, np.nan])
+            p.value.grad = from_numpy(g * np.float32(scaler.get_scale()))
+        if rng.random() < 0.5:
+            scaler.unscale_(optimizer)  # as before clipping
+            found.append(bool(scaler.found_inf))
+        took.append(bool(scaler.step(optimizer)))
+        scaler.update()
+        scales.append(scaler.get_scale())
+    return {"scales": scales, "stepped": took, "found": found, "skipped": scaler.skipped,
+            "parameters": [p.value.to_numpy() for p in params]}  # fmt: skip
+
+
+@check("6.4", rtol=1e-5, atol=1e-6)
+def scaler_backs_off_and_grows(rng: np.random.Generator) -> Any:
+    """30 steps, growth every 3 clean steps: the scale after each, the steps taken or
+    skipped, and the parameters (every step taken on the true gradients)."""
+    return _scaler_run(rng, 30, 3)
+
+
+@check("6.4")
+def scaler_unscale_and_misuse(rng: np.random.Generator) -> Any:
+    """``unscale_`` on gradients with one missing: their values and what it found; then
+    a second ``unscale_`` and a second ``step`` before ``update``, each an error."""
+    from module0.module import Parameter
+    from module0.optim import SGD
+    from module1.creation import from_numpy
+    from module6.scaler import GradScaler
+
+    scale = float(2 ** rng.integers(1, 16))
+    scaler = GradScaler(init_scale=scale)
+    params = [Parameter(from_numpy(np.zeros(4, np.float32))) for _ in range(3)]
+    grads = [rng.standard_normal(4).astype(np.float32) * np.float32(scale) for _ in range(2)]
+    params[0].value.grad, params[2].value.grad = (from_numpy(g) for g in grads)
+    optimizer = SGD(params, lr=1.0)
+    scaler.unscale_(optimizer)
+    answer: dict[str, Any] = {
+        "unscaled": [p.value.grad.to_numpy() for p in (params[0], params[2])],
+        "dtype": str(params[0].value.grad.dtype),
+        "missing stays missing": params[1].value.grad is None,
+        "found": bool(scaler.found_inf),
+        "unscale twice": raised(lambda: scaler.unscale_(optimizer)),
+    }
+    scaler.step(optimizer)
+    answer["step twice"] = raised(lambda: scaler.step(optimizer))
+    return answer
+
+
+@check("6.4", rtol=0.05, atol=1e-3)
+def scaler_rescues_float16(rng: np.random.Generator) -> Any:
+    """float16 autocast training of a tiny two-layer network whose loss is weighted by
+    1e-7 (its gradients lie below float16's range): the parameters' change after 4 SGD
+    steps with a GradScaler, relative to the largest (float32's, within float16's
+    digits)."""
+    from module0.module import Parameter
+    from module0.optim import SGD
+    from module1.creation import from_numpy
+    from module6.amp import autocast
+    from module6.scaler import GradScaler
+
+    w = [rng.standard_normal(s).astype(np.float32) / 3 for s in ((6, 8), (8, 3))]
+    x = from_numpy(rng.standard_normal((16, 6)).astype(np.float32))
+    y = from_numpy(rng.standard_normal((16, 3)).astype(np.float32))
+    params = [Parameter(from_numpy(a.copy())) for a in w]
+    optimizer, scaler = SGD(params, lr=0.05 / 1e-7), GradScaler()
+    for _ in range(4):
+        with autocast("float16"):
+            out = (x @ params[0].value).relu() @ params[1].value
+            loss = ((out - y) ** 2).mean() * 1e-7
+        optimizer.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    moved = [p.value.to_numpy() - a for p, a in zip(params, w, strict=False)]
+    top = max(float(np.abs(m).max()) for m in moved) or 1.0
+    return {"moved": [m / top for m in moved], "scale": scaler.get_scale()}

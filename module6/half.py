@@ -1,0 +1,107 @@
+"""Task 6.3: half-precision storage.
+
+A float32 is 1 sign bit, 8 exponent bits and 23 fraction bits. **bfloat16** keeps the
+sign and all 8 exponent bits and only 7 fraction bits: it is the upper 16 bits of a
+float32, with float32's range and about 3 significant digits. **float16** (IEEE half)
+has 5 exponent bits and 10 fraction bits: more digits, but nothing above 65504 and
+nothing below about 6e-8 (:mod:`module6.scaler` is about that).
+
+No kernel of this framework computes in 16 bits (NumPy has no bfloat16 arithmetic, and
+Numba none for either type on a CPU): a half tensor is *storage*, widened to float32
+to compute and rounded back to store. The student writes the bfloat16 codec as two
+Numba kernels on the bit patterns (:func:`bfloat16_encode`, :func:`bfloat16_decode`);
+float16 uses NumPy's own conversion. ``ml_dtypes`` gives NumPy a ``bfloat16`` dtype, so
+a bfloat16 storage prints and converts like any NumPy array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from numba import njit, prange
+
+from module1.tensor_data import storage_only
+
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+HALF = (float16, bfloat16)
+"""The two half-precision storage dtypes."""
+
+ADVICE = (
+    "half-precision tensors are storage: compute under module6.autocast(dtype), or "
+    "convert with .float()"
+)
+for _half in HALF:
+    storage_only[_half] = ADVICE
+
+
+@njit(cache=True, parallel=True)
+def bfloat16_encode(x: Any, out: Any) -> None:
+    """``out[i]`` = the bits of the bfloat16 nearest to the float32 whose bits are
+    ``x[i]`` (``x`` a float32 array viewed as uint32, ``out`` uint16), ties to the even
+    one. Infinities stay infinite, a NaN stays a NaN (with its sign), and a value that
+    rounds past the largest bfloat16 becomes infinite. Both arrays are 1-D, of one
+    length."""
+    # BEGIN SOLUTION 6.3
+    for i in prange(len(x)):
+        b = x[i]
+        if (b & 0x7FFFFFFF) > 0x7F800000:  # a NaN: its top bits, made a quiet NaN
+            out[i] = (b >> 16) | 0x0040
+        else:  # add just under half a step, and one more when the kept part is odd
+            out[i] = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    # END SOLUTION
+
+
+@njit(cache=True, parallel=True)
+def bfloat16_decode(bits: Any, out: Any) -> None:
+    """``out[i]`` = the bits of the float32 equal to the bfloat16 whose bits are
+    ``bits[i]`` (``bits`` uint16, ``out`` a float32 array viewed as uint32): exact,
+    since every bfloat16 is a float32. Both arrays are 1-D, of one length."""
+    # BEGIN SOLUTION 6.3
+    for i in prange(len(bits)):
+        out[i] = np.uint32(bits[i]) << 16
+    # END SOLUTION
+
+
+def half_dtype(dtype: Any) -> np.dtype:
+    """``dtype`` (``"bfloat16"``, ``np.float16``, ``module6.bfloat16``, ...) as one of
+    :data:`HALF`; TypeError naming it otherwise."""
+    try:
+        found = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    except TypeError:
+        found = None
+    if found not in HALF:
+        raise TypeError(f"half precision is float16 or bfloat16, not {dtype!r}")
+    return found
+
+
+def to_half(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """A new array of ``values`` (float32, any shape) rounded to ``dtype``, same shape."""
+    dtype = half_dtype(dtype)
+    flat = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
+    if dtype == float16:
+        with np.errstate(over="ignore"):  # past 65504 is inf: what a scaler looks for
+            return flat.astype(np.float16).reshape(np.shape(values))
+    bits = np.empty(flat.size, np.uint16)
+    bfloat16_encode(flat.view(np.uint32), bits)
+    return bits.view(bfloat16).reshape(np.shape(values))
+
+
+def to_float32(values: np.ndarray) -> np.ndarray:
+    """A new float32 array of half-precision ``values`` (exact), same shape."""
+    flat = np.ascontiguousarray(values).reshape(-1)
+    if flat.dtype == float16:
+        return flat.astype(np.float32).reshape(values.shape)
+    if flat.dtype != bfloat16:
+        raise TypeError(f"to_float32 widens float16 or bfloat16, not {flat.dtype}")
+    out = np.empty(flat.size, np.float32)
+    bfloat16_decode(flat.view(np.uint16), out.view(np.uint32))
+    return out.reshape(values.shape)
+
+
+def round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """A new float32 array of ``values`` rounded to ``dtype``: what a half-precision
+    storage would give back."""
+    return to_float32(to_half(values, dtype))
