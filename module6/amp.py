@@ -1,22 +1,22 @@
 """Automatic mixed precision: :func:`autocast` (given code).
 
 Within ``with autocast(bfloat16):`` (or ``float16``) the operations that do most of
-the arithmetic and keep big inputs for their backward run in half precision:
-matrix products (:class:`~module1.tensor_functions.MatMul`, so every ``Linear``),
+the arithmetic and keep big inputs for their backward run in half precision: matrix
+products (:class:`~module1.tensor_functions.MatMul`, so every ``Linear``),
 convolutions and the fused causal attention, and the activations after them (ReLU,
-GELU), whose inputs are big and already half-precision values. Each rounds its float32 operands to the
-half type, computes with float32 sums, rounds its result to the half type, and keeps
-what its backward needs in half-precision storage (half the bytes). Its backward
-rounds the incoming gradient and the gradients it returns the same way. Everything
-else (sums, softmax, LayerNorm, losses, the optimizer) stays float32, and so do the
-parameters: they are the float32 master weights the optimizer updates, rounded afresh
-for every product.
+GELU), whose inputs are big and already half-precision values. Each rounds its float32
+operands to the half type, computes with float32 sums, rounds its result to the half
+type, and keeps what its backward needs in half-precision storage (half the bytes).
+Its backward rounds the incoming gradient and the gradients it returns the same way.
+Everything else (sums, softmax, LayerNorm, losses, the optimizer) stays float32, and
+so do the parameters: they are the float32 master weights the optimizer updates,
+rounded afresh for every product.
 
 It works as PyTorch's autocast does, by dispatch: ``Function.apply`` asks
 :func:`_route` first (``module1.tensor_functions.dispatch``). A half-precision tensor
 (``x.to(bfloat16)``) is widened to float32 where an operation outside the list meets
 it; outside ``autocast`` it is storage only, and an operation on it is an error.
-float64 work is left as it is.
+float64 work, and tensors in GPU memory (stage 3), are left as they are.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 from module0.autodiff import Context, Variable
 from module1 import tensor_functions
 from module1.tensor import Tensor
-from module1.tensor_data import TensorData, float32
+from module1.tensor_data import TensorData, float32, is_device_array
 from module1.tensor_functions import Cast, Function, MatMul, ReLU
 from module4.fast_conv import Conv1dFun, Conv2dFun
 from module5.functional import GELUFun
@@ -79,8 +79,9 @@ def _route(cls: type[Function], vals: tuple[Any, ...]) -> Tensor | None:
     if _inside or cls is HalfOp or cls is Cast:
         return None
     if cls in HALF_OPS:
-        kinds = {v.dtype for v in vals if isinstance(v, Tensor)}
-        if kinds <= {float32, *HALF}:
+        tensors = [v for v in vals if isinstance(v, Tensor)]
+        on_host = not any(is_device_array(t._tensor._storage) for t in tensors)
+        if on_host and {t.dtype for t in tensors} <= {float32, *HALF}:
             leaves = tuple(isinstance(v, Tensor) and v.history is None for v in vals)
             return HalfOp.apply(cls, _dtype, leaves, *(_widened(v) for v in vals))
         return None
@@ -101,16 +102,15 @@ def _rounded(t: Tensor, dtype: np.dtype) -> Tensor:
 
 class Packed:
     """A float32 array or tensor a half-precision operation saved for its backward,
-    kept in half-precision storage until the backward widens it again. ``leaf``: it is
-    the rounded copy of a leaf (a parameter, an input batch), not an activation."""
+    kept in half-precision storage (``array``, in the saved value's own shape) until the
+    backward widens it again. ``like``: the shape and backend of a saved tensor (None
+    for an array); ``leaf``: it is the rounded copy of a leaf (a parameter, an input
+    batch), not an activation."""
 
     __slots__ = ("array", "leaf", "like")
 
-    def __init__(self, value: Any, dtype: np.dtype, leaf: bool = False) -> None:
-        is_tensor = isinstance(value, Tensor)  # a tensor is remembered by shape, backend
-        self.like = (value.shape, value.backend) if is_tensor else None
-        self.array = to_half(value.to_numpy() if is_tensor else value, dtype)
-        self.leaf = leaf
+    def __init__(self, array: np.ndarray, like: tuple[Any, Any] | None, leaf: bool) -> None:
+        self.array, self.like, self.leaf = array, like, leaf
 
     def unpack(self) -> Any:
         values = to_float32(self.array)
@@ -119,19 +119,25 @@ class Packed:
         shape, backend = self.like
         return Tensor(TensorData.contiguous(values.reshape(-1), shape), backend=backend)
 
-    @property
-    def nbytes(self) -> int:
-        return int(self.array.nbytes)
 
-
-def _pack(value: Any, dtype: np.dtype, leaves: set[int]) -> Any:
+def _pack(value: Any, dtype: np.dtype, known: dict[int, tuple[np.ndarray, bool]]) -> Any:
     """``value`` in half storage when it is a float32 array or tensor, else as it is
-    (float64 statistics, shapes and numbers are kept); ``leaves``: the storages of the
-    rounded copies of leaves."""
+    (float64 statistics, shapes and numbers are kept). ``known``: the half-precision
+    values of the operation's rounded operands, by the id of their float32 storage,
+    and whether each is a leaf's: a saved value that is a whole operand reuses them."""
     array = _array_of(value)
     if array is None or array.dtype != float32:
         return value
-    return Packed(value, dtype, id(_root(array)) in leaves)
+    is_tensor = isinstance(value, Tensor)
+    like = (value.shape, value.backend) if is_tensor else None
+    root = _root(array)
+    half, leaf = known.get(id(root), (None, False))
+    whole = (value._tensor.is_contiguous() if is_tensor else array.flags.c_contiguous) and (
+        array.size == root.size and (not is_tensor or value.size == root.size)
+    )
+    if half is None or not whole:
+        half = to_half(value.to_numpy() if is_tensor else array, dtype)
+    return Packed(half.reshape(value.shape), like, leaf)
 
 
 def _unpack(value: Any) -> Any:
@@ -149,15 +155,21 @@ class HalfOp(Function):
         ctx: Context, op: type[Function], dtype: np.dtype, leaves: tuple[bool, ...], *args: Any
     ) -> Tensor:
         global _inside
-        rounded = [_rounded(a, dtype) if isinstance(a, Tensor) else a for a in args]
-        leaf_copies = {id(_root(r._tensor._storage)) for r, leaf in zip(rounded, leaves) if leaf}
+        known: dict[int, tuple[np.ndarray, bool]] = {}
+        rounded = list(args)
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):  # to half, and back to float32 to compute with
+                half = to_half(a.to_numpy(), dtype)
+                wide = to_float32(half).reshape(-1)
+                rounded[i] = a._new(TensorData.contiguous(wide, a.shape))
+                known[id(_root(wide))] = (half, leaves[i])
         inner = Context(op, ctx.inputs)
         _inside += 1
         try:
             out = op.forward(inner, *rounded)
         finally:
             _inside -= 1
-        inner.saved_values = tuple(_pack(v, dtype, leaf_copies) for v in inner.saved_values)
+        inner.saved_values = tuple(_pack(v, dtype, known) for v in inner.saved_values)
         ctx.save_for_backward(inner, dtype)
         return _rounded(out, dtype)
 

@@ -10,7 +10,8 @@ No kernel of this framework computes in 16 bits (NumPy has no bfloat16 arithmeti
 Numba none for either type on a CPU): a half tensor is *storage*, widened to float32
 to compute and rounded back to store. The student writes the bfloat16 codec as two
 Numba kernels on the bit patterns (:func:`bfloat16_encode`, :func:`bfloat16_decode`);
-float16 uses NumPy's own conversion. ``ml_dtypes`` gives NumPy a ``bfloat16`` dtype, so
+float16's, given, are longer for its narrow exponent (NumPy has float16, but converts
+about ten times slower). ``ml_dtypes`` gives NumPy a ``bfloat16`` dtype, so
 a bfloat16 storage prints and converts like any NumPy array.
 """
 
@@ -65,6 +66,64 @@ def bfloat16_decode(bits: Any, out: Any) -> None:
     # END SOLUTION
 
 
+@njit(cache=True, parallel=True)
+def float16_encode(x: Any, out: Any) -> None:
+    """float16's counterpart of :func:`bfloat16_encode` (given): the same rounding to
+    the nearest (ties to even), with float16's 5-bit exponent. A number too small for a
+    normal float16 becomes a subnormal one (or zero), and past 65504 it overflows to
+    infinity. NumPy's conversion gives the same bits, at about a tenth of the speed."""
+    for i in prange(len(x)):
+        b = x[i]
+        sign = (b >> 16) & 0x8000
+        exponent = (b >> 23) & 0xFF
+        fraction = b & 0x7FFFFF
+        if exponent == 0xFF:  # infinity, or a NaN kept quiet
+            out[i] = sign | 0x7C00 | (0x0200 | (fraction >> 13) if fraction else 0)
+            continue
+        e = exponent - 112  # float16's biased exponent (127 - 15 = 112)
+        if e >= 31:
+            out[i] = sign | 0x7C00
+            continue
+        if e <= 0:  # a subnormal float16, or zero: the implicit 1 shifts down too
+            if e < -10:
+                out[i] = sign
+                continue
+            fraction = fraction | 0x800000
+            drop = 14 - e
+        else:
+            fraction = fraction | (e << 23)  # exponent and fraction round together
+            drop = 13
+        kept = fraction >> drop
+        rest = fraction & ((1 << drop) - 1)
+        half_way = 1 << (drop - 1)
+        if rest > half_way or (rest == half_way and (kept & 1) == 1):
+            kept += 1  # a carry into the exponent is right (up to infinity)
+        out[i] = sign | kept
+
+
+@njit(cache=True, parallel=True)
+def float16_decode(bits: Any, out: Any) -> None:
+    """float16's counterpart of :func:`bfloat16_decode` (given): exact, subnormals
+    made normal float32s, infinities and NaNs kept."""
+    for i in prange(len(bits)):
+        h = np.uint32(bits[i])
+        sign = (h & 0x8000) << 16
+        exponent = (h >> 10) & 0x1F
+        fraction = h & 0x3FF
+        if exponent == 0x1F:
+            out[i] = sign | 0x7F800000 | (fraction << 13)
+        elif exponent != 0:
+            out[i] = sign | ((exponent + 112) << 23) | (fraction << 13)
+        elif fraction == 0:
+            out[i] = sign
+        else:  # subnormal: shift the leading 1 up to the implicit bit's place
+            shift = 0
+            while (fraction & 0x400) == 0:
+                fraction <<= 1
+                shift += 1
+            out[i] = sign | ((113 - shift) << 23) | ((fraction & 0x3FF) << 13)
+
+
 def half_dtype(dtype: Any) -> np.dtype:
     """``dtype`` (``"bfloat16"``, ``np.float16``, ``module6.bfloat16``, ...) as one of
     :data:`HALF`; TypeError naming it otherwise."""
@@ -81,23 +140,19 @@ def to_half(values: np.ndarray, dtype: Any) -> np.ndarray:
     """A new array of ``values`` (float32, any shape) rounded to ``dtype``, same shape."""
     dtype = half_dtype(dtype)
     flat = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
-    if dtype == float16:
-        with np.errstate(over="ignore"):  # past 65504 is inf: what a scaler looks for
-            return flat.astype(np.float16).reshape(np.shape(values))
     bits = np.empty(flat.size, np.uint16)
-    bfloat16_encode(flat.view(np.uint32), bits)
-    return bits.view(bfloat16).reshape(np.shape(values))
+    (float16_encode if dtype == float16 else bfloat16_encode)(flat.view(np.uint32), bits)
+    return bits.view(dtype).reshape(np.shape(values))
 
 
 def to_float32(values: np.ndarray) -> np.ndarray:
     """A new float32 array of half-precision ``values`` (exact), same shape."""
     flat = np.ascontiguousarray(values).reshape(-1)
-    if flat.dtype == float16:
-        return flat.astype(np.float32).reshape(values.shape)
-    if flat.dtype != bfloat16:
+    if flat.dtype not in HALF:
         raise TypeError(f"to_float32 widens float16 or bfloat16, not {flat.dtype}")
     out = np.empty(flat.size, np.float32)
-    bfloat16_decode(flat.view(np.uint16), out.view(np.uint32))
+    decode = float16_decode if flat.dtype == float16 else bfloat16_decode
+    decode(flat.view(np.uint16), out.view(np.uint32))
     return out.reshape(values.shape)
 
 

@@ -102,13 +102,26 @@ def test_to_half_and_back_round_like_ml_dtypes_in_any_shape(shape: tuple[int, ..
     np.testing.assert_array_equal(round_to(x, bfloat16), to_float32(h))
 
 
-def test_float16_is_numpys_own() -> None:
-    x = np.array([1e-9, 6e-8, 1.0 / 3, 65504.0, 70000.0, -0.0], np.float32)
-    with np.errstate(over="ignore"):
-        np.testing.assert_array_equal(
-            round_to(x, np.float16), x.astype(np.float16).astype(np.float32)
-        )
-    assert round_to(x, float16)[0] == 0.0 and np.isinf(round_to(x, float16)[4])
+def test_the_given_float16_codec_gives_numpys_bits() -> None:
+    rng = np.random.default_rng(2)
+    bits = np.concatenate([
+        rng.integers(0, 2**32, 300_000, dtype=np.uint64).astype(np.uint32),
+        # float16's range, where its subnormals, ties and overflow are
+        rng.integers(0x33000000 - 2**22, 0x47800000 + 2**22, 300_000, dtype=np.uint32),
+        np.array([0x38800000, 0x387FFFFF, 0x33800000, 0x337FFFFF, 0x33000000, 0x33000001,
+                  0x477FEFFF, 0x477FF000, 0x7F800000, 0xFF800000, 0, 0x80000000], np.uint32),
+    ])  # fmt: skip
+    x = bits.view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = x.astype(np.float16)
+    got = to_half(x, float16)
+    number = ~np.isnan(x)
+    np.testing.assert_array_equal(got.view(np.uint16)[number], want.view(np.uint16)[number])
+    assert np.isnan(got[~number].astype(np.float32)).all()
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    np.testing.assert_array_equal(to_float32(every).view(np.uint32),
+                                  every.astype(np.float32).view(np.uint32))  # fmt: skip
+    assert round_to(np.array([1e-9, 70000.0], np.float32), float16).tolist() == [0.0, np.inf]
 
 
 def test_half_dtype_names_what_it_refuses() -> None:
