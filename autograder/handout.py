@@ -42,10 +42,11 @@ STAGES = (
           "backward, a masked softmax and attention, multi-head attention, a GPT with "
           "KV-cache generation, AdamW, clipping, a cosine schedule, a character "
           "tokenizer, (optional) fused kernels; a GPT trained on Shakespeare"),
-    Stage(6, "past one process", "a ring all-reduce over MPI point-to-point "
-          "messages, data-parallel training (parameter broadcast, bucketed gradient "
-          "averaging, a distributed sampler); needs the dist extra: "
-          "pip install -e \".[dist]\""),
+    Stage(6, "past one process, past float32", "a ring all-reduce over MPI "
+          "point-to-point messages and data-parallel training (parameter broadcast, "
+          "bucketed gradient averaging, a distributed sampler; tasks 6.1 and 6.2 need "
+          "the dist extra: pip install -e \".[dist]\"); half-precision storage (the "
+          "bfloat16 codec), autocast and dynamic loss scaling (tasks 6.3 and 6.4)"),
 )  # fmt: skip
 
 SCRIPTS = (
@@ -70,6 +71,10 @@ SCRIPTS = (
      "two ranks (also project.train_digits --ddp)"),
     (6, "python -m project.bench_dist", "your ring all-reduce against MPI's, and "
      "training throughput on 1 and 2 ranks"),
+    (6, "python -m project.train_gpt --amp bfloat16", "the GPT in mixed precision "
+     "(--amp float16 with your loss scaler)"),
+    (6, "python -m project.bench_amp", "one training step's activation memory and time "
+     "in float32, bfloat16 and float16"),
 )  # fmt: skip
 """(stage, command, what it does): the scripts a handout's README lists."""
 
@@ -129,8 +134,10 @@ def student_readme(tasks: tuple[Task, ...], course_name: str = "MiniTorch") -> s
         "",
         "`minitorch status` shows every task of this handout (passed / failed / not "
         "started, tests and points) and ends with the next step. A task you have not "
-        "touched yet is shown as not started without running its tests, so it takes "
-        "seconds. After `source .venv/bin/activate` (Windows: `.venv\\Scripts\\activate`) "
+        "touched yet is shown as not started without running its tests, so a fresh "
+        "handout's status takes seconds; each task you have written runs its tests, so "
+        "it takes longer as you go (`minitorch test 6.3` runs one task's). After "
+        "`source .venv/bin/activate` (Windows: `.venv\\Scripts\\activate`) "
         "plain `minitorch` and `python` use the environment; the commands below assume "
         "that.",
         "",

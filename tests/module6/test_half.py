@@ -1,6 +1,7 @@
 """Task 6.3: the bfloat16 codec, against ``ml_dtypes`` (an independent implementation
-of the same rounding), and the half-precision tensors built on it: storage only, with
-a clear error wherever an operation meets one outside ``autocast``."""
+of the same rounding); and the given code around it: float16's codec, against NumPy,
+and half-precision tensors, storage only, with a clear error wherever an operation
+meets one outside ``autocast``."""
 
 from __future__ import annotations
 
@@ -130,14 +131,15 @@ def test_half_dtype_names_what_it_refuses() -> None:
         half_dtype("float32")
 
 
-@pytest.mark.task6_3
 def test_a_half_tensor_holds_two_bytes_a_value_and_converts_back() -> None:
-    x = from_numpy(np.array([[1.0, 1.00390625], [3.14159, -2.5e-3]], np.float32), FastTensorBackend)
-    h = x.to(bfloat16)
+    """Given code: ``Tensor.to`` converts with NumPy's cast (ml_dtypes' for bfloat16)."""
+    values = np.array([[1.0, 1.00390625], [3.14159, -2.5e-3]], np.float32)
+    h = from_numpy(values, FastTensorBackend).to(bfloat16)
     assert h.dtype == bfloat16 and h._tensor._storage.nbytes == 8 and h.shape == (2, 2)
     back = h.float()
     assert back.dtype == np.float32
-    np.testing.assert_array_equal(back.to_numpy(), round_to(x.to_numpy(), bfloat16))
+    want = values.astype(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(back.to_numpy(), want)
     assert "dtype=bfloat16" in repr(h)
 
 

@@ -111,6 +111,10 @@ def test_unscale_divides_every_gradient_and_finds_what_is_not_finite() -> None:
     np.testing.assert_allclose(params[2].value.grad.to_numpy(), [3 / 1024, 0.0, 1e6 / 1024])
     assert params[1].value.grad is None and params[0].value.grad.dtype == np.float32
     assert scaler.found_inf is False
+    scaler.update()
+    params[1].value.grad = from_numpy(np.array([1.0, np.inf, 2.0], np.float32), FastTensorBackend)
+    scaler.unscale_(optimizer)
+    assert scaler.found_inf is True, "unscale_ must set found_inf: a gradient holds inf"
 
 
 @pytest.mark.task6_4
@@ -118,7 +122,9 @@ def test_unscale_divides_every_gradient_and_finds_what_is_not_finite() -> None:
 def test_a_step_with_a_gradient_not_finite_is_skipped_and_the_scale_backs_off(bad: float) -> None:
     scaler = GradScaler(init_scale=256.0, backoff_factor=0.25)
     took, _, params = _one_step(scaler, [np.array([1.0, 2.0]), np.array([bad, 1.0])])
-    assert not took and scaler.skipped == 1 and scaler.get_scale() == 64.0
+    assert not took, f"step took a step on a gradient holding {bad} (is found_inf set?)"
+    assert scaler.skipped == 1, f"skipped is {scaler.skipped} after one skipped step"
+    assert scaler.get_scale() == 64.0, f"scale {scaler.get_scale()}: 256 backed off by 0.25"
     for p in params:
         np.testing.assert_array_equal(p.value.to_numpy(), 1.0)  # untouched
     took, _, params = _one_step(scaler, [np.array([1.0, 2.0])])
