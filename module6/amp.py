@@ -94,9 +94,19 @@ def _widened(v: Any) -> Any:
     return v.to(float32) if _is_half(v) else v
 
 
+def _values(t: Tensor) -> np.ndarray:
+    """``t``'s values in C order: its storage itself when that is all of them in order
+    (no copy), else a copy."""
+    data = t._tensor
+    storage = data._storage
+    if isinstance(storage, np.ndarray) and storage.size == t.size and data.is_contiguous():
+        return storage
+    return t.to_numpy()
+
+
 def _rounded(t: Tensor, dtype: np.dtype) -> Tensor:
     """A new float32 tensor of ``t``'s values rounded to ``dtype``."""
-    values = round_to(t.to_numpy(), dtype)
+    values = round_to(_values(t), dtype)
     return t._new(TensorData.contiguous(values.reshape(-1), t.shape))
 
 
@@ -136,7 +146,7 @@ def _pack(value: Any, dtype: np.dtype, known: dict[int, tuple[np.ndarray, bool]]
         array.size == root.size and (not is_tensor or value.size == root.size)
     )
     if half is None or not whole:
-        half = to_half(value.to_numpy() if is_tensor else array, dtype)
+        half = to_half(_values(value) if is_tensor else array, dtype)
     return Packed(half.reshape(value.shape), like, leaf)
 
 
@@ -159,7 +169,7 @@ class HalfOp(Function):
         rounded = list(args)
         for i, a in enumerate(args):
             if isinstance(a, Tensor):  # to half, and back to float32 to compute with
-                half = to_half(a.to_numpy(), dtype)
+                half = to_half(_values(a), dtype)
                 wide = to_float32(half).reshape(-1)
                 rounded[i] = a._new(TensorData.contiguous(wide, a.shape))
                 known[id(_root(wide))] = (half, leaves[i])

@@ -135,9 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                           f"{t / base_time:.2f}x")  # fmt: skip
         report.show(table)
     report.note(
-        "bfloat16 and float16 are autocast (products, convolutions and attention in half "
-        "precision, float32 master weights); float16 adds a GradScaler. This CPU computes "
-        "them in float32 between conversions, so the time ratio is a cost, not a gain."
+        "bfloat16 and float16 are autocast (products, convolutions, attention, ReLU and "
+        "GELU in half precision, float32 master weights); float16 adds a GradScaler. What "
+        "stays float32 in memory: LayerNorm's inputs (the GPT's residual stream) and the "
+        "CNN's max-pool indices (int64). This CPU computes half precision in float32 "
+        "between conversions, so the time ratio is a cost, not a gain."
     )
     if args.markdown:
         report.write()
