@@ -6,6 +6,8 @@ nothing here imports MPI."""
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +80,10 @@ def ranks_from(args: argparse.Namespace, batch: int | None = None) -> Ranks:
     if batch is not None and batch % ranks.size:
         raise SystemExit(f"--ddp: --batch {batch} does not split over {ranks.size} ranks")
     share_cores(comm)
+    pids = comm.gather((os.getpid(), socket.gethostname()), root=0)
+    if ranks.lead:  # mpiexec names a rank that dies without a Python error by its PID
+        where = ", ".join(f"rank {r} = PID {pid} on {host}" for r, (pid, host) in enumerate(pids))
+        print(f"{ranks.size} ranks: {where}", flush=True)
     return ranks
 
 

@@ -33,6 +33,7 @@ def test_two_ranks_train_as_one_process_and_report_their_share(tmp_path: Path) -
     for rank in (0, 1):
         assert f"rank {rank}: " in proc.stdout and "in all-reduce" in proc.stdout
     assert "all 2 ranks: " in proc.stdout
+    assert "2 ranks: rank 0 = PID " in proc.stdout and ", rank 1 = PID " in proc.stdout
     written = sorted(p.name for p in (tmp_path / "two" / "gpt").iterdir())
     assert written == ["attention.png", "curves.png", "log.csv", "model.npz", "samples.txt"]
 
