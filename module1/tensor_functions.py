@@ -119,7 +119,8 @@ class Function:
     def apply(cls, *vals: Any) -> Tensor:
         """Run ``forward`` on the tensor arguments detached (same storage, no history;
         a constant is passed as it is) and, when one of them requires a gradient (and
-        grad mode is on), attach the operation's Context to the result."""
+        grad mode is on), attach the operation's Context to the result. A routing rule
+        (:data:`dispatch`), when one is installed, answers first."""
         if dispatch is not None:
             routed = dispatch(cls, vals)
             if routed is not None:

@@ -16,7 +16,9 @@ It works as PyTorch's autocast does, by dispatch: ``Function.apply`` asks
 :func:`_route` first (``module1.tensor_functions.dispatch``). A half-precision tensor
 (``x.to(bfloat16)``) is widened to float32 where an operation outside the list meets
 it; outside ``autocast`` it is storage only, and an operation on it is an error.
-float64 work, and tensors in GPU memory (stage 3), are left as they are.
+float64 work, and tensors in GPU memory (stage 3), are left as they are. The rule is
+the process's, not a thread's (PyTorch's autocast is per thread): an ``autocast`` in
+one thread applies to every thread's operations while it is on.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from module1 import tensor_functions
 from module1.creation import from_numpy
 from module1.tensor import Tensor
 from module2.fast_ops import FastTensorBackend
-from module4.fast_conv import conv2d
+from module4.fast_conv import conv1d, conv2d
 from module4.nn import softmax
 from module5.functional import layer_norm, scaled_dot_product_attention
 from module5.gpt import GPT, GPTConfig
@@ -84,6 +84,11 @@ def test_a_convolution_runs_on_rounded_operands(name: str) -> None:
         y = conv2d(_t(x), _t(w), 1, 1)
     want = conv2d(_t(_r(x, name), False), _t(_r(w, name), False), 1, 1).to_numpy()
     _ulp_close(y.to_numpy(), _r(want, name), name)
+    x1, w1 = rng.standard_normal((2, 3, 9)), rng.standard_normal((4, 3, 3))
+    with autocast(name):
+        y1 = conv1d(_t(x1), _t(w1), 2, 1)
+    want1 = conv1d(_t(_r(x1, name), False), _t(_r(w1, name), False), 2, 1).to_numpy()
+    _ulp_close(y1.to_numpy(), _r(want1, name), name)
 
 
 @both
