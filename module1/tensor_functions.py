@@ -17,11 +17,9 @@ from collections.abc import Callable
 from sys import getrefcount
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-
 from module0.autodiff import Context, Variable, grad_mode
 from module0.errors import ForwardTypeError, MiniTorchError
-from module1.tensor_data import ShapeError, TensorData, is_device_array, storage_only
+from module1.tensor_data import DTYPES, ShapeError, TensorData, is_device_array, storage_only
 from module1.tensor_ops import matmul_shape
 
 if TYPE_CHECKING:
@@ -49,9 +47,6 @@ def _same_dtype(name: str, inputs: tuple[Variable, ...]) -> None:
                 f"{name}: input 0 is {first} and input {i} is {dtype}; "
                 + (advice or "convert one with .to(dtype), .float() or .double()")
             )
-
-
-_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
 
 
 def _computable(name: str, first: Variable) -> None:
@@ -143,8 +138,7 @@ class Function:
                     need_grad = True
                     args[i] = v.detach()  # type: ignore[attr-defined]
         if storage_only and inputs and cls is not Cast:
-            kind = inputs[0]._tensor._storage.dtype  # type: ignore[attr-defined]
-            if kind is not _F64 and kind is not _F32:  # the common case: one identity test
+            if inputs[0]._tensor._storage.dtype not in DTYPES:  # type: ignore[attr-defined]
                 _computable(cls.__name__, inputs[0])
         need_grad = need_grad and grad_mode.enabled
         ctx = Context(cls, tuple(inputs) if need_grad else ())

@@ -144,9 +144,8 @@ def _pack(value: Any, dtype: np.dtype, known: dict[int, tuple[np.ndarray, bool]]
     like = (value.shape, value.backend) if is_tensor else None
     root = _root(array)
     half, leaf = known.get(id(root), (None, False))
-    whole = (value._tensor.is_contiguous() if is_tensor else array.flags.c_contiguous) and (
-        array.size == root.size and (not is_tensor or value.size == root.size)
-    )
+    in_order = value._tensor.is_contiguous() if is_tensor else array.flags.c_contiguous
+    whole = in_order and array.size == root.size and (not is_tensor or value.size == root.size)
     if half is None or not whole:
         half = to_half(_values(value) if is_tensor else array, dtype)
     return Packed(half.reshape(value.shape), like, leaf)

@@ -15,7 +15,7 @@ from module1.tensor import Tensor
 from module2.fast_ops import FastTensorBackend
 from module4.fast_conv import conv1d, conv2d
 from module4.nn import softmax
-from module5.functional import layer_norm, scaled_dot_product_attention
+from module5.functional import layer_norm, narrow, scaled_dot_product_attention
 from module5.gpt import GPT, GPTConfig
 from module5.losses import lm_cross_entropy
 from module6.amp import autocast, is_autocast_enabled, saved_bytes
@@ -61,6 +61,25 @@ def test_a_matrix_product_rounds_operands_result_and_gradients(name: str) -> Non
     _ulp_close(ta.grad.to_numpy(), _r(rd @ rb.T, name), name)
     _ulp_close(tb.grad.to_numpy(), _r(ra.T @ rd, name), name)
     np.testing.assert_array_equal(tb.grad.to_numpy(), _r(tb.grad.to_numpy(), name))
+
+
+@both
+def test_operands_that_are_views_round_as_copies_do(name: str) -> None:
+    """A transposed operand (read through a copy) and a narrowed one (a part of its
+    storage): the same values as contiguous copies of them, forward and backward."""
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((9, 6)), rng.standard_normal((9, 12))
+    ta, tb = _t(a), _t(b)
+    with autocast(name):
+        y = ta.permute(1, 0) @ narrow(tb, 1, 2, 5)
+    ra, rb = _r(a, name), _r(b[:, 2:7], name)
+    _ulp_close(y.to_numpy(), _r(ra.T @ rb, name), name)
+    y.sum().backward()
+    ones = np.ones((6, 5), np.float32)
+    _ulp_close(ta.grad.to_numpy(), _r(rb @ ones.T, name), name)
+    want_b = np.zeros_like(b)
+    want_b[:, 2:7] = _r(ra @ ones, name)
+    _ulp_close(tb.grad.to_numpy(), want_b, name)
 
 
 @given
