@@ -43,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from autograder.paths import ROOT, available_tasks, repo_files
+from autograder.private import record_copy
 from autograder.release import release, shaped_reference
 
 _GRADING_EXTRAS = ("pytest", "hypothesis", "pytest-timeout")
@@ -186,6 +187,10 @@ if ! compgen -G "$SUBMISSION/module[0-9]" >/dev/null; then
     fi
 fi
 
+# Only root may enter the submission and the folder that holds it: tier 2 (a graded run as
+# another user) refuses to grade a submission that user could read beside the workspace.
+chmod go-rwx "$SUBMISSION" "$(dirname "$SUBMISSION")" 2>/dev/null || true
+
 status=0
 cd "$GRADER" && "$PYTHON" -m autograder.cli grade "$SUBMISSION" --out "$RESULTS"{options} \\
     || status=$?
@@ -264,8 +269,9 @@ def build_gradescope_bundle(
                 "by the graded code")  # fmt: skip
         shaped = shaped_reference(root, stage)
         _write_zip(tmp_zip, scripts, shaped, repo_files(shaped))
-        os.chmod(tmp_zip, 0o644)
+        os.chmod(tmp_zip, 0o600)  # the reference's solutions: its owner's alone
         os.replace(tmp_zip, out_zip)
+        record_copy(out_zip)  # tier 2 refuses to grade while another user could read it
     except BaseException:
         tmp_zip.unlink(missing_ok=True)
         raise

@@ -69,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--task-timeout", type=float, default=600.0, metavar="S",
                        help="time limit of one task's sandboxed run")  # fmt: skip
     grade.add_argument("--memory-mb", type=int, default=4096, help="0 for no limit")
+    grade.add_argument("--cache-mb", type=int, default=512, metavar="MB",
+                       help="size of the grade's kernel cache")  # fmt: skip
     grade.add_argument(
         "--unsafe-no-sandbox",
         action="store_true",
@@ -145,7 +147,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "grade":
         from autograder.grade import Limits, grade_to
 
-        limits = Limits(args.per_test_timeout, args.task_timeout, args.memory_mb or None)
+        limits = Limits(args.per_test_timeout, args.task_timeout, args.memory_mb or None,
+                        args.cache_mb)  # fmt: skip
         report = grade_to(
             args.submission, args.out, stage=args.stage,
             reference_prerequisites=args.reference_prerequisites, limits=limits,

@@ -44,7 +44,7 @@ import tempfile
 import time
 import traceback
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,13 +53,17 @@ from autograder import paths, sandbox
 from autograder.channel import (
     REFERENCE_LIMITS,
     AnswerChannel,
+    RawAnswers,
     RoundClock,
+    answer_budgets,
     round_key,
     submission_limits,
 )
 from autograder.checks import Check, judge_answer, load_checks
+from autograder.leftovers import remove_tree
 from autograder.own_work import library_work
 from autograder.paths import ROOT, available_tasks, course_tasks, repo_files
+from autograder.private import bytecode_env
 from autograder.regions import find_regions, stub_text
 from autograder.task import Task
 
@@ -76,6 +80,9 @@ class Limits:
     """Wall clock for the task's whole sandboxed run, enforced from outside."""
     memory_mb: int | None = 4096
     """Address space per process in the sandbox."""
+    cache_mb: int = 512
+    """The grade's kernel cache, all its files together (a run that passes it is stopped
+    and the cache emptied)."""
 
 
 @dataclass
@@ -146,6 +153,8 @@ class GradeReport:
     """Set when grading itself failed (every task then scores zero)."""
     isolation: str = ""
     """How the submission's code was isolated (:attr:`sandbox.Isolation.label`)."""
+    leftovers: list[str] = field(default_factory=list)
+    """What the cleanup after the grade's runs could not remove (empty: nothing)."""
 
     @property
     def score(self) -> float:
@@ -341,11 +350,19 @@ def _check_env(tree: str, cache: str, seconds: float) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What is kept of a submitted answer once judged: why it is wrong (None: right)."""
+
+    problem: str | None
+
+
 @dataclass
 class Answers:
     """What one run of checks gave back."""
 
-    answers: dict[str, Any]
+    answers: Mapping[str, Any]
+    """Check id (or :func:`round_key`) -> the answer, or its :class:`Verdict`."""
     run: sandbox.SandboxResult
     seconds: dict[str, float] = field(default_factory=dict)
     """Timed rounds (:func:`round_key`) -> seconds: the grader's clock (submission) or
@@ -375,7 +392,7 @@ def reference_answers(
     that tree (the release shares one with its run of the reference's tests)."""
     with tempfile.TemporaryDirectory(prefix="minitorch-reference-") as tmp:
         env = _check_env(str(root), str(Path(tmp) / "numba"), limits.per_test_seconds)
-        env.update(HOME=tmp, TMPDIR=tmp, MPLCONFIGDIR=tmp)
+        env.update(HOME=tmp, TMPDIR=tmp, MPLCONFIGDIR=tmp, **bytecode_env())
         # The reference's kernels are cached where Numba keeps them for that tree (beside
         # its sources, or NUMBA_CACHE_DIR): compiled once, reused by every later grade.
         env.pop("NUMBA_CACHE_DIR")
@@ -389,12 +406,12 @@ def reference_answers(
             # Through the environment, not the command line: a process's command line is
             # readable by every user (another grade's tier-2 run on the same machine).
             env["MINITORCH_ROUNDS"] = ",".join(map(str, rounds))
-        channel = AnswerChannel(REFERENCE_LIMITS)
+        channel = AnswerChannel(REFERENCE_LIMITS, raw=True)
         run = sandbox.run_unsandboxed(
             argv, cwd=root, env=env, channel=channel,
             limits=sandbox.SandboxLimits(wall_seconds=limits.per_task_seconds * len(tasks)),
         )  # fmt: skip
-    answers, baselines = channel.answers, channel.baselines
+    answers, baselines = RawAnswers(channel.lines), channel.baselines
     for task in tasks:
         for entry in checks.get(task.id, []):
             keys = [entry.id]
@@ -423,25 +440,51 @@ def submission_answers(
     limits: Limits,
     isolation: sandbox.Isolation,
     clock: RoundClock | None = None,
+    reference: Answers | None = None,
 ) -> Answers:
     """The submission's answers to one task's checks, from a fresh isolated run
-    (``clock`` runs and times the task's timed rounds)."""
+    (``clock`` runs and times the task's timed rounds). With the ``reference``'s answers,
+    each line is held to a few times the length of the reference's answer to its check,
+    and each answer is judged as it arrives: only its :class:`Verdict` is kept."""
     box = sandbox.SandboxLimits(
-        wall_seconds=limits.per_task_seconds, memory_mb=limits.memory_mb or 0
-    )
+        wall_seconds=limits.per_task_seconds, memory_mb=limits.memory_mb or 0,
+        cache_mb=limits.cache_mb,
+    )  # fmt: skip
     argv = [sys.executable, "-S", "-m", "autograder.checks", task.id, "--seed", str(seed)]
     work, cache_path = isolation.paths(workspace, cache)
     env = _check_env(work, cache_path, limits.per_test_seconds)
     if isolation.tier == sandbox.NONE:
         env.update(HOME=str(cache), TMPDIR=str(cache), MPLCONFIGDIR=str(cache))
     rounds = sum(c.timed.rounds for c in checks if c.timed is not None)
-    channel = AnswerChannel(
-        submission_limits(len(checks), rounds), frozenset(c.id for c in checks), clock
-    )
+    ids = frozenset(c.id for c in checks)
+    budgets = verdict = None
+    if reference is not None and isinstance(reference.answers, RawAnswers):
+        known = reference.answers
+        budgets = answer_budgets({key: known.line(key) for key in known
+                                  if key.split("#", 1)[0] in ids})  # fmt: skip
+        by_id = {c.id: c for c in checks}
+
+        def verdict(key: str, answer: Any) -> Verdict:
+            return Verdict(judge_answer(by_id[key.split("#", 1)[0]], known[key], answer))
+
+    channel = AnswerChannel(submission_limits(len(checks), rounds, budgets), ids, clock,
+                            verdict=verdict)  # fmt: skip
     run = sandbox.run_isolated(
         isolation, argv, work=workspace, env=env, limits=box, channel=channel, cache_dir=cache
     )  # fmt: skip
+    if run.stopped.endswith("kernel cache"):  # emptied: the next task starts with none
+        run.leftovers += remove_tree(cache)
+        cache.mkdir(exist_ok=True)
+        if os.getuid() == 0 and isolation.tier != sandbox.NONE:
+            os.chown(cache, isolation.uid, isolation.uid)
     return Answers(channel.answers, run, clock.seconds if clock else {}, channel.ignored())
+
+
+def _judged(entry: Check, reference: Any, answer: Any) -> str | None:
+    """Why an answer (or its :class:`Verdict`, judged when it arrived) is wrong, or None."""
+    if isinstance(answer, Verdict):
+        return answer.problem
+    return judge_answer(entry, reference, answer)
 
 
 def judge_timed(entry: Check, reference: Answers, mine: Answers) -> tuple[str | None, str]:
@@ -456,7 +499,7 @@ def judge_timed(entry: Check, reference: Answers, mine: Answers) -> tuple[str | 
         answer = mine.answers.get(key)
         if answer is None:
             return f"round {number + 1} of {timed.rounds}: no answer", ""
-        if (problem := judge_answer(entry, reference.answers[key], answer)) is not None:
+        if (problem := _judged(entry, reference.answers.get(key), answer)) is not None:
             return f"round {number + 1} of {timed.rounds}: {problem}", ""
         best = min(best, mine.seconds.get(key, float("inf")))
         baseline = min(baseline, reference.seconds[key])
@@ -508,7 +551,7 @@ def score_task(task: Task, checks: list[Check], reference: Answers, mine: Answer
             missing += 1
             result.failures.append((entry.id, "no answer"))
             continue
-        problem = judge_answer(entry, reference.answers[entry.id], answer)
+        problem = _judged(entry, reference.answers.get(entry.id), answer)
         if problem is None and entry.timed is not None:
             problem, times = judge_timed(entry, reference, mine)
             if times:
@@ -604,7 +647,9 @@ def grade(
                      "protected against a hostile submission")  # fmt: skip
     else:
         try:
-            isolation = sandbox.probe(sorted({root.resolve(), paths.ROOT}))
+            own = submission.resolve() == root.resolve()  # the grader's tree, as in a release
+            isolation = sandbox.probe(sorted({root.resolve(), paths.ROOT}),
+                                      None if own else submission)  # fmt: skip
         except sandbox.SandboxUnavailable as exc:
             raise sandbox.SandboxUnavailable(
                 f"{exc}. Grading runs the submission's code only in isolation; pass "
@@ -619,7 +664,9 @@ def grade(
     if prepared is not None and prepared.task_ids != tuple(t.id for t in tasks):
         raise ValueError("prepared answers are for other tasks")
     scores: dict[str, TaskScore] = {}
-    with tempfile.TemporaryDirectory(prefix="minitorch-grade-") as tmp:
+    leftovers: list[str] = []
+    tmp = tempfile.mkdtemp(prefix="minitorch-grade-")  # fresh, unpredictable, mode 0700
+    try:
         workspace, cache = Path(tmp) / "work", kernel_cache or Path(tmp) / "cache"
         workspace.mkdir()
         cache.mkdir(parents=True, exist_ok=True)
@@ -629,8 +676,6 @@ def grade(
         if isolation.tier == sandbox.USER:
             os.chown(tmp, 0, isolation.uid)
             os.chmod(tmp, 0o750)
-        else:
-            os.chmod(tmp, 0o700)
         if os.getuid() == 0 and isolation.tier != sandbox.NONE:
             os.chown(cache, isolation.uid, isolation.uid)
         # Notes on missing files: of the graded stages only (--task 1.1: stages 0-1).
@@ -654,12 +699,29 @@ def grade(
             timed = {c.id: c.timed.rounds for c in checks[task.id] if c.timed is not None}
             mine = submission_answers(
                 workspace, cache, task, checks[task.id], prepared.seed, limits, isolation,
-                RoundClock(timed, prepared.rounds),
+                RoundClock(timed, prepared.rounds), prepared.answers,
             )  # fmt: skip
+            leftovers += mine.run.leftovers
             scores[task.id] = score_task(task, checks[task.id], prepared.answers, mine)
+    finally:
+        leftovers += remove_tree(tmp)
+        sandbox.release(isolation)
+    if leftovers:
+        notes.append(cleanup_note(leftovers))
     ordered = [scores[t.id] for t in tasks]
     return GradeReport(
-        scores=ordered, seconds=time.monotonic() - start, notes=notes, isolation=isolation.label
+        scores=ordered, seconds=time.monotonic() - start, notes=notes,
+        isolation=isolation.label, leftovers=leftovers,
+    )  # fmt: skip
+
+
+def cleanup_note(leftovers: Sequence[str]) -> str:
+    """The results' note on a grade whose cleanup could not remove everything."""
+    shown = "; ".join(leftovers[:5]) + (f"; and {len(leftovers) - 5} more" if len(leftovers) > 5
+                                       else "")  # fmt: skip
+    return (
+        f"CLEANUP FAILED: the grade's cleanup could not remove everything its runs "
+        f"left ({shown}); look at the grading machine before it grades again"
     )
 
 
@@ -684,6 +746,9 @@ def gradescope_json(report: GradeReport) -> dict[str, object]:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "isolation": report.isolation,
+        "cleanup": "FAILED: " + "; ".join(report.leftovers[:20])
+        if report.leftovers
+        else "complete",
         "tests": [
             {
                 "name": f"Task {s.task.id}: {s.task.title}",

@@ -39,7 +39,6 @@ import shutil
 import site
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import zlib
@@ -50,7 +49,9 @@ from pathlib import Path
 
 from autograder import sandbox
 from autograder.handout import student_readme
+from autograder.leftovers import remove_tree
 from autograder.paths import ROOT, available_tasks, course_tasks, repo_files, test_dirs
+from autograder.private import bytecode_env, checked, private_folder
 from autograder.regions import BEGIN, END, RegionError, find_regions, omitted_names, stub_text
 from autograder.runner import RunResult, TestResult, merge_runs, run_pytest
 from autograder.task import Task
@@ -167,16 +168,14 @@ def write_reference(root: Path, out_dir: Path, through: int | None = None) -> No
 
 def shaped_reference(root: Path, through: int | None) -> Path:
     """The reference in the released shape, in a folder of its own that is kept between
-    releases (so Numba's kernel cache inside it stays warm)."""
+    releases (so Numba's kernel cache beside it stays warm): in the tooling's private
+    folder (:mod:`autograder.private`), never under a name anyone could make first."""
     key = zlib.crc32(str(root.resolve()).encode())
-    base = Path(tempfile.gettempdir())
+    base = private_folder("shaped")
     _prune_shaped(base)
-    folder = base / (
-        f"minitorch-shaped-{os.getuid()}-{key:08x}-{'all' if through is None else through}"
-    )
-    for private in (folder, _kernel_cache(folder)):  # solutions: readable by us only
-        private.mkdir(mode=0o700, exist_ok=True)
-        private.chmod(0o700)
+    name = f"{key:08x}-{'all' if through is None else through}"
+    folder = checked(base / name)
+    checked(_kernel_cache(folder))
     write_reference(root, folder, through)
     folder.with_name(folder.name + ".root").write_text(str(root.resolve()), encoding="utf-8")
     return folder
@@ -184,13 +183,13 @@ def shaped_reference(root: Path, through: int | None) -> Path:
 
 def _prune_shaped(base: Path) -> None:
     """Remove the shaped copies (and kernel caches) of trees that no longer exist."""
-    for marker in base.glob(f"minitorch-shaped-{os.getuid()}-*.root"):
+    for marker in base.glob("*.root"):
         try:
             if Path(marker.read_text(encoding="utf-8")).is_dir():
                 continue
             folder = marker.with_suffix("")
-            shutil.rmtree(folder, ignore_errors=True)
-            shutil.rmtree(_kernel_cache(folder), ignore_errors=True)
+            remove_tree(folder)
+            remove_tree(_kernel_cache(folder))
             marker.unlink()
         except OSError:
             continue
@@ -359,7 +358,7 @@ def _warm_kernels(shaped: Path, cache_dir: str, through: int | None) -> None:
     path = [str(shaped), *site.getsitepackages(), site.getusersitepackages()]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(path), "MPLBACKEND": "Agg",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-           "NUMBA_CACHE_DIR": cache_dir, "NUMBA_ENABLE_CUDASIM": "1"}  # fmt: skip
+           "NUMBA_CACHE_DIR": cache_dir, "NUMBA_ENABLE_CUDASIM": "1", **bytecode_env()}  # fmt: skip
     for dtype in ("float64", "float32"):
         try:
             subprocess.run(
@@ -409,13 +408,13 @@ def verify(
         [sys.executable, "-S", "-c", imports], cwd=report.out_dir, capture_output=True,
         text=True, timeout=600,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(path),
-             "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"},
+             "MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1", **bytecode_env()},
     )  # fmt: skip
     if proc.returncode != 0:
         raise ReleaseError(f"the handout does not import ({imports}):\n{proc.stderr[-3000:]}")
     expression = _graded_expression(tasks)
     shaped = shaped_reference(root, through)
-    quick = {"HYPOTHESIS_PROFILE": "verify"}  # pass or fail is what counts here
+    quick = {"HYPOTHESIS_PROFILE": "verify", **bytecode_env()}  # pass or fail is what counts
     # The reference is trusted: its kernels stay cached beside the shaped copy, so a
     # second release compiles nothing (a fresh cache costs minutes).
     kernels = {**quick, "NUMBA_CACHE_DIR": str(_kernel_cache(shaped) / "tests")}

@@ -44,6 +44,7 @@ a :class:`Channel` as they arrive: nothing the command leaves behind survives it
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import selectors
@@ -59,6 +60,16 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Protocol
+
+from autograder.leftovers import (
+    become_subreaper,
+    clean_user,
+    folder_usage,
+    process_uids,
+    remove_tree,
+    taken_uids,
+    user_leftovers,
+)
 
 SANDBOX_UID = 65534
 """``nobody``: the user sandboxed code runs as in tier 1 when the grader is root."""
@@ -77,8 +88,6 @@ BUBBLEWRAP, USER, NONE = "bubblewrap", "user", "none"
 """The isolation tiers (``NONE``: ``--unsafe-no-sandbox``, trusted code only)."""
 USER_UIDS = range(62000, 65000)
 """Where tier 2 picks its user id (free ids below 65536, which every container maps)."""
-SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
-"""Folders any user may write: tier 2 removes what its user left there."""
 INSTALL_BWRAP = "apt-get install bubblewrap"
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -108,6 +117,11 @@ class SandboxLimits:
     open_files: int = 256
     output_bytes: int = 256 * 1024
     """stdout and stderr kept (the start and the end of it)."""
+    cache_mb: int = 512
+    """The writable kernel cache folder, all its files together (watched from outside,
+    about once a second: a run that passes it is stopped, and the folder emptied)."""
+    cache_entries: int = 20_000
+    """Files and folders of the kernel cache folder (the same watch)."""
 
 
 class Channel(Protocol):
@@ -151,6 +165,8 @@ class SandboxResult:
     """The whole-sandbox memory limit was reached (a process was likely killed for it)."""
     stopped: str = ""
     """Why the run was ended early by its channel (a limit on what it wrote)."""
+    leftovers: list[str] = field(default_factory=list)
+    """What the cleanup after the run could not remove (empty: nothing is left)."""
 
     def how_it_ended(self) -> str:
         """``"exited with status 1"``, ``"was killed by signal 9"``, ``"..."``."""
@@ -242,10 +258,15 @@ def bubblewrap_problem() -> str:
     return ""
 
 
-def user_tier_problem(trees: Sequence[Path] = (), uid: int | None = None) -> str:
+def user_tier_problem(
+    trees: Sequence[Path] = (), uid: int | None = None, submission: Path | None = None
+) -> str:
     """Why tier 2 cannot be used here, or ``""`` when it can: the grader must be root, its
-    Python runnable by another user (``uid``: the one to try as), and nothing of
-    ``trees`` (the grader's trees) nor an installed copy of the course readable by it."""
+    Python runnable by another user (``uid``: the one to try as), and nothing of the
+    grader readable by that user: not ``trees`` (the grader's trees), nor a tree an
+    editable install points at, nor an installed copy of the course, nor a copy of the
+    reference the tooling wrote; and not ``submission`` (the one graded) nor the folder
+    that holds it (other submissions waiting beside it)."""
     if not sys.platform.startswith("linux"):
         return f"it needs Linux; this is {sys.platform}"
     if os.getuid() != 0:
@@ -254,8 +275,15 @@ def user_tier_problem(trees: Sequence[Path] = (), uid: int | None = None) -> str
     readable = _readable_by(uid, _secret_paths(trees))
     if readable:
         tree = next((t for t in trees if Path(readable[0]).is_relative_to(t)), None)
-        where = (f"the grader's tree {tree}" if tree else
-                 "a copy of the course (an installed package, or a release's copy)")  # fmt: skip
+        editable = next((t for t in editable_trees() if Path(readable[0]).is_relative_to(t)),
+                        None)  # fmt: skip
+        if tree:
+            where = f"the grader's tree {tree}"
+        elif editable:
+            where, tree = f"the course tree {editable}, which an editable install names", editable
+        else:
+            where = ("a copy of the course (an installed package, a release's copy, or a "
+                     "bundle written by minitorch gradescope-bundle)")  # fmt: skip
         target = tree or readable[0]
         return (
             f"{where} is readable by other users ({readable[0]}): make it readable by "
@@ -264,6 +292,17 @@ def user_tier_problem(trees: Sequence[Path] = (), uid: int | None = None) -> str
             "as .ci/run does), or live outside it (the Gradescope bundle's "
             "/opt/minitorch-venv)"
         )
+    if submission is not None:
+        submission = submission.resolve()
+        reached = _readable_by(uid, [str(submission)], [str(submission), str(submission.parent)])
+        if reached:
+            return (
+                f"the submission's folder {submission} or the folder holding it "
+                f"({submission.parent}) can be entered by other users ({reached[0]}): the "
+                "graded run could read this submission's other files, or the submissions "
+                "beside it. Grade each submission from a folder only root can enter "
+                f"(chmod 700 {submission.parent})"
+            )
     detail = _says_hello(lambda argv, limits, channel: run_as_user(
         argv, uid=uid, work=Path("/"), env={}, limits=limits, channel=channel))  # fmt: skip
     if detail:
@@ -275,75 +314,174 @@ def user_tier_problem(trees: Sequence[Path] = (), uid: int | None = None) -> str
     return ""
 
 
-def probe(trees: Sequence[Path] = ()) -> Isolation:
+def probe(trees: Sequence[Path] = (), submission: Path | None = None) -> Isolation:
     """The strongest tier that works here, tried now (once per grade); raises
-    :class:`SandboxUnavailable` naming what each tier lacks."""
+    :class:`SandboxUnavailable` naming what each tier lacks. Tier 2's user id is held for
+    the grade (:func:`reserve_uid`) until :func:`release`."""
     first = bubblewrap_problem()
     if not first:
         return Isolation(BUBBLEWRAP)
-    uid = free_uid() if os.getuid() == 0 else SANDBOX_UID
-    second = user_tier_problem(trees, uid)
+    uid = reserve_uid() if os.getuid() == 0 else SANDBOX_UID
+    second = user_tier_problem(trees, uid, submission)
     if not second:
         return Isolation(USER, uid=uid, passed_over=f"bubblewrap: {first}")
+    release_uid(uid)
     raise SandboxUnavailable(
         f"no isolation tier works here. Tier 1 (bubblewrap): {first}. Tier 2 (a dedicated "
         f"user): {second}"
     )
 
 
-def free_uid() -> int:
-    """A user id in ``USER_UIDS`` that no account has and no process runs as."""
+def _accounts() -> set[int]:
+    """User ids that an account of ``/etc/passwd`` has."""
     taken = set()
-    for name in ("/etc/passwd",):
+    try:
+        for line in Path("/etc/passwd").read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = line.split(":")
+            if len(parts) > 2 and parts[2].isdigit():
+                taken.add(int(parts[2]))
+    except OSError:
+        pass
+    return taken
+
+
+def free_uid() -> int:
+    """A user id in ``USER_UIDS`` that no account has, that owns nothing on the machine
+    (no process, zombies included; no IPC object; no file in the shared scratch folders;
+    no kernel key) and that no grade of this process holds (:func:`reserve_uid`)."""
+    taken = _accounts() | taken_uids() | set(_RESERVED)
+    return random.choice([uid for uid in USER_UIDS if uid not in taken])
+
+
+_RESERVED: dict[int, int] = {}
+"""User ids this process holds for its grades (uid -> the descriptor of its lock)."""
+
+
+def _lock_folder() -> Path:
+    """A folder only the grader (root) may write, for the user ids' locks."""
+    for base in (Path("/run"), Path(tempfile.gettempdir())):
+        folder = base / "minitorch-uids"
         try:
-            for line in Path(name).read_text(encoding="utf-8", errors="replace").splitlines():
-                parts = line.split(":")
-                if len(parts) > 2 and parts[2].isdigit():
-                    taken.add(int(parts[2]))
-        except OSError:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
             pass
-    taken |= set(_process_uids())
-    free = [uid for uid in USER_UIDS if uid not in taken]
-    return random.choice(free)
+        except OSError:
+            continue
+        info = os.lstat(folder)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077:
+            return folder
+    raise SandboxUnavailable(
+        "no folder for the user ids' locks that only the grader can write (/run/minitorch-uids "
+        "or $TMPDIR/minitorch-uids exists and is not the grader's with mode 0700: remove it)"
+    )
+
+
+def reserve_uid(attempts: int = 50) -> int:
+    """A :func:`free_uid` held until :func:`release_uid` (or this process's end): a lock
+    (``flock``) in a folder only root writes, so two grades at once, in any processes,
+    never share a user id; the id is checked once more under the lock."""
+    folder = _lock_folder()
+    for _ in range(attempts):
+        uid = free_uid()
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        fd = os.open(folder / str(uid), flags, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        if user_leftovers(uid):
+            os.close(fd)
+            continue
+        _RESERVED[uid] = fd
+        return uid
+    raise SandboxUnavailable(f"no free user id in {USER_UIDS.start}-{USER_UIDS.stop - 1}")
+
+
+def release_uid(uid: int) -> None:
+    """Give back a user id held by :func:`reserve_uid` (nothing if it is not held)."""
+    fd = _RESERVED.pop(uid, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def release(isolation: Isolation) -> None:
+    """The end of a grade: its tier-2 user id goes back to the pool."""
+    if isolation.tier == USER:
+        release_uid(isolation.uid)
 
 
 def _process_uids() -> dict[int, int]:
-    """Real user id of each running process (pid -> uid)."""
-    found = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
+    """Real user id of each live process (pid -> uid)."""
+    return process_uids()
+
+
+def editable_trees() -> list[Path]:
+    """Source trees of the course that an editable install points at: the folders an
+    ``__editable__*finder.py`` maps a course package to, and the paths of ``.pth`` files
+    that hold a course package (the run's Python reads both, so it can find them)."""
+    import ast
+
+    found: set[Path] = set()
+    for folder in site_dirs():
+        for finder in Path(folder).glob("__editable__*finder.py"):
             try:
-                with open(f"/proc/{entry.name}/status", "rb") as f:
-                    for line in f:
-                        if line.startswith(b"Uid:"):
-                            found[int(entry.name)] = int(line.split()[1])
-                            break
-            except (OSError, ValueError, IndexError):
-                pass
-    return found
+                tree = ast.parse(finder.read_text(encoding="utf-8", errors="replace"))
+            except (OSError, SyntaxError, ValueError):
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.Assign | ast.AnnAssign) and "MAPPING" in ast.unparse(
+                    node.targets[0] if isinstance(node, ast.Assign) else node.target
+                ):
+                    try:
+                        mapping = ast.literal_eval(node.value) if node.value else {}
+                    except ValueError:
+                        continue
+                    found |= {Path(p).parent for n, p in mapping.items() if n in COURSE_PACKAGES}
+        for pth in Path(folder).glob("*.pth"):
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                entry = Path(folder, line.strip())
+                if (
+                    line.strip()
+                    and not line.startswith(("#", "import"))
+                    and any((entry / name).is_dir() for name in COURSE_PACKAGES[:-2])
+                ):
+                    found.add(entry.resolve())
+    return sorted(found)
 
 
 def _secret_paths(trees: Sequence[Path]) -> list[str]:
     """What tier 2's user must not read: each tree (its listing, its files, its git
-    data), any course package installed in a site-packages folder, and the release's
-    copies of the reference in the temporary folder."""
+    data), each source tree an editable install points at, any course package installed
+    in a site-packages folder, the tooling's private folder (the release's copies of the
+    reference), and the copies of the reference it wrote elsewhere (bundles)."""
     from autograder.paths import repo_files
+    from autograder.private import PrivateFolderError, private_folder, recorded_copies
 
     paths: list[str] = []
-    for tree in trees:
+    for tree in dict.fromkeys([*trees, *editable_trees()]):
         paths += [str(tree), *(str(tree / rel) for rel in repo_files(tree))]
         if (tree / ".git").exists():
             paths.append(str(tree / ".git"))
     for folder in site_dirs():
         paths += [str(Path(folder) / n) for n in COURSE_PACKAGES if (Path(folder) / n).exists()]
-    # The release's shaped copies of the reference (autograder/release.py) and their kernels
+    try:
+        paths.append(str(private_folder()))
+    except (OSError, PrivateFolderError):
+        pass
+    paths += [str(p) for p in recorded_copies()]
+    # The release's shaped copies of earlier versions (in the temporary folder)
     paths += [str(p) for p in Path(tempfile.gettempdir()).glob("minitorch-shaped-*") if p.is_dir()]
     return paths
 
 
-def _readable_by(uid: int, paths: Sequence[str]) -> list[str]:
-    """Those of ``paths`` that user ``uid`` can open or list (tried as that user, in a
-    forked child of this trusted process)."""
+def _readable_by(uid: int, paths: Sequence[str], enter: Sequence[str] = ()) -> list[str]:
+    """Those of ``paths`` that user ``uid`` can open or list, and of the folders ``enter``
+    those it can enter (tried as that user, in a forked child of this trusted process)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: no Python-level cleanup, just the answer
@@ -363,6 +501,7 @@ def _readable_by(uid: int, paths: Sequence[str]) -> list[str]:
                     found.append(path)
                 except OSError:
                     pass
+            found += [folder for folder in enter if os.access(folder, os.X_OK)]
             os.write(write, "\0".join(found).encode())
         finally:
             os._exit(0)
@@ -476,15 +615,20 @@ if mem:
 for which, value in limits:
     resource.setrlimit(which, (value, value))
 # seccomp: unshare / clone with CLONE_NEWUSER refused (EPERM), clone3 "not implemented"
-# (ENOSYS: the C library then uses clone), any other system call ABI refused.
-abi = {"x86_64": (0xC000003E, 272, 56), "aarch64": (0xC00000B7, 97, 220)}
+# (ENOSYS: the C library then uses clone), any other system call ABI refused; and the
+# kernel objects that would outlive the run's processes without a file to remove: keys
+# (add_key, request_key, keyctl) and POSIX message queues (mq_open) are refused (EPERM).
+abi = {"x86_64": (0xC000003E, 272, 56, 248, 249, 250, 240),
+       "aarch64": (0xC00000B7, 97, 220, 217, 218, 219, 180)}
 machine = os.uname().machine
 if machine in abi:
-    audit, unshare, clone = abi[machine]
+    audit, unshare, clone, add_key, request_key, keyctl, mq_open = abi[machine]
     allow, eperm, enosys = 0x7FFF0000, 0x00050001, 0x00050026
     program = [(0x20, 0, 0, 4), (0x15, 1, 0, audit), (0x06, 0, 0, eperm),
                (0x20, 0, 0, 0), (0x35, 0, 1, 0x40000000), (0x06, 0, 0, eperm),
                (0x15, 0, 1, 435), (0x06, 0, 0, enosys),
+               (0x15, 3, 0, add_key), (0x15, 2, 0, request_key), (0x15, 1, 0, keyctl),
+               (0x15, 0, 1, mq_open), (0x06, 0, 0, eperm),
                (0x15, 1, 0, unshare), (0x15, 0, 3, clone),
                (0x20, 0, 0, 16), (0x45, 0, 1, 0x10000000), (0x06, 0, 0, eperm),
                (0x06, 0, 0, allow)]
@@ -617,14 +761,21 @@ class ControlGroups:
                        for line in text.splitlines() if len(line.split()) == 2)  # fmt: skip
         return False
 
-    def remove(self) -> None:
+    def remove(self) -> list[str]:
+        """Remove the groups (their processes are gone); those that could not be, with why."""
+        problems = []
         for path in self.paths:
-            for _ in range(50):
+            for attempt in range(50):
                 try:
                     path.rmdir()
                     break
-                except OSError:
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if attempt == 49:
+                        problems.append(f"control group {path}: {exc.strerror}")
                     time.sleep(0.02)
+        return problems
 
 
 def _own_cgroup(controller: str) -> Path | None:
@@ -672,8 +823,23 @@ def run_sandboxed(
         lambda fd: sandbox_command(
             argv, work=work, env=env, limits=limits, cache_dir=cache_dir, data_fd=fd
         ),
-        cwd=None, env=None, limits=limits, channel=channel,
+        cwd=None, env=None, limits=limits, channel=channel, watch=_cache_watch(cache_dir, limits),
     )  # fmt: skip
+
+
+def _cache_watch(cache_dir: Path | None, limits: SandboxLimits) -> Callable[[], str] | None:
+    """What stops a run that fills its writable cache folder past the limits."""
+    if cache_dir is None:
+        return None
+
+    def watch() -> str:
+        size, entries = folder_usage(cache_dir, limits.cache_entries)
+        if size > limits.cache_mb << 20 or entries > limits.cache_entries:
+            return (f"wrote more than {limits.cache_mb} MiB or {limits.cache_entries} files "
+                    "into its kernel cache")  # fmt: skip
+        return ""
+
+    return watch
 
 
 def _run_limited(
@@ -683,21 +849,30 @@ def _run_limited(
     env: dict[str, str] | None,
     limits: SandboxLimits,
     channel: Channel,
-    cleanup: Callable[[], None] | None = None,
+    cleanup: Callable[[], list[str]] | None = None,
+    watch: Callable[[], str] | None = None,
 ) -> SandboxResult:
     """:func:`_run` inside fresh control groups (where they can be made), which are
-    removed after ``cleanup`` (the run's leftovers) has run."""
+    removed after ``cleanup`` (the run's leftovers) has run, whatever it met; what either
+    could not remove is in the result's ``leftovers``."""
     groups = ControlGroups(limits.memory_mb * 1024 * 1024, limits.processes)
+    result: SandboxResult | None = None
     try:
         result = _run(command, cwd=cwd, env=env, limits=limits, channel=channel,
-                      setup=groups.join)  # fmt: skip
+                      setup=groups.join, watch=watch)  # fmt: skip
         result.whole_limits = ", ".join(groups.applied)
         result.memory_exhausted = groups.exhausted()
         return result
     finally:
+        left: list[str] = []
         if cleanup is not None:
-            cleanup()
-        groups.remove()
+            try:
+                left += cleanup()
+            except Exception as exc:  # (cleanup reports what it met; this is a last guard)
+                left.append(f"cleanup: {type(exc).__name__}: {exc}")
+        left += groups.remove()
+        if result is not None:
+            result.leftovers = left
 
 
 def run_as_user(
@@ -712,10 +887,12 @@ def run_as_user(
 ) -> SandboxResult:
     """Run ``argv`` as the unprivileged user ``uid`` (tier 2; the grader is root), in
     ``work`` (read-only to it), with a private ``HOME``/``TMPDIR`` and ``cache_dir``
-    writable. On return every process of ``uid`` is gone and what it left in the shared
-    scratch folders is removed."""
+    writable. On return every process of ``uid`` is gone (its zombies reaped), and so are
+    its System V IPC objects, what it left in the shared scratch folders and its private
+    folder; what could not be removed is in the result's ``leftovers``."""
     if os.getuid() != 0:
         raise SandboxUnavailable("tier 2 needs the grader to run as root")
+    become_subreaper()
     if cache_dir is not None:
         os.chown(cache_dir, uid, uid)
     private = Path(tempfile.mkdtemp(prefix="minitorch-run-"))
@@ -723,54 +900,14 @@ def run_as_user(
     env = {**env, "HOME": str(private / "home"), "TMPDIR": str(private / "tmp"),
            "MPLCONFIGDIR": str(private / "matplotlib")}  # fmt: skip
 
-    def cleanup() -> None:
-        kill_user(uid)
-        shutil.rmtree(private, ignore_errors=True)
-        remove_owned(uid)
+    def cleanup() -> list[str]:
+        return [*clean_user(uid), *remove_tree(private)]
 
     return _run_limited(
         lambda fd: _launcher(argv, limits, uid, fd, USER),
         cwd=work, env=env, limits=limits, channel=channel, cleanup=cleanup,
+        watch=_cache_watch(cache_dir, limits),
     )  # fmt: skip
-
-
-def kill_user(uid: int, attempts: int = 50) -> None:
-    """Kill every process of ``uid``: ``kill(-1, SIGKILL)`` sent as that user (which
-    reaches exactly its processes), until none is left."""
-    for _ in range(attempts):
-        if uid not in _process_uids().values():
-            return
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setgroups([])
-                os.setgid(uid)
-                os.setuid(uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-        time.sleep(0.01)
-
-
-def remove_owned(uid: int, folders: Sequence[str] = SHARED_SCRATCH) -> None:
-    """Remove what user ``uid`` left at the top of the shared scratch folders."""
-    for folder in folders:
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-                if info.st_uid != uid:
-                    continue
-                if stat.S_ISDIR(info.st_mode):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                pass
 
 
 def run_isolated(
@@ -824,7 +961,10 @@ def _run(
     limits: SandboxLimits,
     channel: Channel,
     setup: Callable[[], None] | None = None,
+    watch: Callable[[], str] | None = None,
 ) -> SandboxResult:
+    """Start ``command`` and read its pipes until it ends, its time is up, its channel
+    stops it, or ``watch`` (asked about once a second) returns why it must stop."""
     start = time.monotonic()
     data_read, data_write = os.pipe()
     out_read, out_write = os.pipe()
@@ -848,8 +988,13 @@ def _run(
     deadline = start + limits.wall_seconds
     timed_out = ended_first = False
     open_pipes = 2
-    while open_pipes and not channel.stop:
+    watched, next_watch = "", start + 1.0
+    while open_pipes and not channel.stop and not watched:
         now = time.monotonic()
+        if watch is not None and now >= next_watch:
+            watched, next_watch = watch(), now + 1.0
+            if watched:
+                break
         if proc.poll() is not None and deadline > now + _GRACE:
             # The first process ended; what it left running (tier 2, or a plain child:
             # no PID namespace dies with it) may hold the pipes, but not for long.
@@ -885,7 +1030,7 @@ def _run(
         shown += "\n[... output cut ...]\n" + tail.decode("utf-8", errors="replace")
     return SandboxResult(
         returncode=proc.returncode, output=shown, timed_out=timed_out,
-        seconds=time.monotonic() - start, stopped=channel.stop,
+        seconds=time.monotonic() - start, stopped=channel.stop or watched,
     )  # fmt: skip
 
 

@@ -66,6 +66,14 @@ def _read(zip_path: Path, name: str) -> str:
         return zf.read(name).decode("utf-8")
 
 
+def test_the_zip_is_its_owners_alone_and_recorded(stage0_zip: Path) -> None:
+    # Before: written 0644, so a tier-2 run read the reference out of it (80/80).
+    from autograder.private import recorded_copies
+
+    assert stage0_zip.stat().st_mode & 0o777 == 0o600
+    assert stage0_zip.resolve() in recorded_copies()  # tier 2 checks it is still private
+
+
 def test_scripts_are_at_the_top_and_executable(stage0_zip: Path) -> None:
     with zipfile.ZipFile(stage0_zip) as zf:
         assert zf.testzip() is None

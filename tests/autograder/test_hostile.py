@@ -629,25 +629,55 @@ def _grader_cost(case: Path, files: Mapping[str, str], grader: Path) -> tuple[fl
     return int(peak_kb) / 1024, float(cpu), report
 
 
+EACH_CHECK_8_MIB = """
+
+import json as _json, os as _os
+
+for _check in ("0.1:mul", "0.1:add", "0.1:neg"):  # the first answer of each: judged
+    _line = _json.dumps({"check": _check, "answer": [0.0] * ((8 << 20) // 5 - 20)}) + "\\n"
+    _os.write(3, _line.encode())
+"""
+
+AT_THE_LIMITS = """
+
+import json as _json, os as _os
+
+for _size in range(4, 23):  # lists of 2**4 ... 2**22 zeros, for each check in turn
+    for _check in ("0.1:mul", "0.1:add", "0.1:neg"):
+        _line = _json.dumps({"check": _check, "answer": [0.0] * (1 << _size)}) + "\\n"
+        _os.write(3, _line.encode())
+"""
+
+OVER_ITS_LINE = """
+
+import json as _json, os as _os
+
+_os.write(3, (_json.dumps({"check": "0.1:mul", "answer": [0.0] * 5000}) + "\\n").encode())
+"""
+
+
 def test_the_answer_pipe_cannot_load_the_grader(tmp_path: Path, grader: Path) -> None:
     # Before: a 30 MiB answer line drove the grader from 36 MB to 848 MB, and a flood of
     # small well-formed lines kept it parsing at 100% of a core to the task's time limit.
-    base_mb, base_cpu, _ = _grader_cost(tmp_path / "base", stub_files(), grader)
-    files = stub_files()
-    files["module0/operators.py"] += HUGE_ANSWER
-    huge_mb, huge_cpu, huge = _grader_cost(tmp_path / "huge", files, grader)
-    files = stub_files()
-    files["module0/operators.py"] += LINE_FLOOD
-    flood_mb, flood_cpu, flood = _grader_cost(tmp_path / "flood", files, grader)
-    print(f"grader: stubs {base_mb:.0f} MB {base_cpu:.2f} s, 30 MiB answer {huge_mb:.0f} MB "
-          f"{huge_cpu:.2f} s, line flood {flood_mb:.0f} MB {flood_cpu:.2f} s")  # fmt: skip
-    assert huge_mb - base_mb < 100 and huge_cpu < 2, (huge_mb, huge_cpu, base_mb)
-    assert flood_mb - base_mb < 100 and flood_cpu < 2, (flood_mb, flood_cpu, base_mb)
-    assert (
-        "1 line(s) of its answer pipe were not valid answers to its checks and were "
-        "ignored, 1 of them over the 8 MiB limit of a line" in huge
-    ), huge
-    assert "wrote more than 28 lines of answers" in flood, flood
+    # Then (round 4): the first answer of each check at just under the 8 MiB line limit
+    # raised the grader to 1.6 GB and 19 s of CPU (seven checks). Now each line may be a
+    # few times the reference's answer to its check, with as many values, and is judged
+    # as it arrives: the grader's own peak stays under 100 MB and 2 s of CPU.
+    costs = {}
+    for name, attack in (("stubs", ""), ("30 MiB line", HUGE_ANSWER), ("flood", LINE_FLOOD),
+                         ("8 MiB per check", EACH_CHECK_8_MIB), ("at the limits", AT_THE_LIMITS),
+                         ("over its line", OVER_ITS_LINE)):  # fmt: skip
+        files = stub_files()
+        files["module0/operators.py"] += attack
+        costs[name] = _grader_cost(tmp_path / name.replace(" ", "-"), files, grader)
+    print("grader:", ", ".join(f"{n} {mb:.0f} MB {cpu:.2f} s" for n, (mb, cpu, _) in costs.items()))
+    for name, (mb, cpu, report) in costs.items():
+        assert mb < 100 and cpu < 2, (name, mb, cpu, report)
+    assert "was stopped: it wrote more than" in costs["30 MiB line"][2], costs["30 MiB line"]
+    assert "was stopped: it wrote more than" in costs["flood"][2], costs["flood"]
+    assert "was stopped: it wrote more than" in costs["8 MiB per check"][2]
+    over = costs["over its line"][2]
+    assert "1 of them over the limit of a line (a few times the length of the reference's" in over
 
 
 # -- 5. reports that say why ---------------------------------------------------------------
@@ -761,7 +791,9 @@ def test_without_a_sandbox_no_grade_is_issued(
     tmp_path: Path, grader: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sandbox, "bubblewrap_problem", lambda: "bwrap is not installed")
-    monkeypatch.setattr(sandbox, "user_tier_problem", lambda trees, uid=None: "it needs root")
+    monkeypatch.setattr(
+        sandbox, "user_tier_problem", lambda trees, uid=None, submission=None: "it needs root"
+    )
     graded = grade_case(tmp_path, reference_files(), grader, task_ids=["0.1"])
     error = graded.report.grader_error
     assert "no isolation tier works here" in error and "bwrap is not installed" in error, error

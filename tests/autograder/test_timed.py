@@ -13,6 +13,7 @@ from autograder.channel import (
     AnswerChannel,
     ChannelLimits,
     RoundClock,
+    parse_record,
     round_key,
     submission_limits,
 )
@@ -75,13 +76,16 @@ def test_only_a_complete_valid_answer_stops_a_rounds_clock() -> None:
     assert key not in clock.seconds and key not in channel.answers
     channel.feed(b"\n")  # one line, ending here: every piece above is part of it
     assert key not in clock.seconds and key not in channel.answers
-    record = json.dumps({"check": CHECK.id, "round": 0, "answer": "two\u2028lines"},
-                        ensure_ascii=False).encode()  # fmt: skip
-    channel.feed(record[:-1])
+    raw = json.dumps({"check": CHECK.id, "round": 0, "answer": "two\u2028lines"},
+                     ensure_ascii=False).encode()  # fmt: skip
+    channel.feed(raw[:-1])
     assert key not in clock.seconds  # not a line yet: U+2028 ends no line
-    channel.feed(record[-1:] + b"\n")
+    channel.feed(raw[-1:] + b"\n")  # one line, but not as the runner writes it (ASCII)
+    assert key not in clock.seconds and channel.dropped == 2
+    channel.feed(json.dumps({"check": CHECK.id, "round": 0, "answer": "two\u2028lines"}).encode()
+                 + b"\n")  # fmt: skip
     assert key in clock.seconds and channel.answers[key] == "two\u2028lines"
-    assert channel.dropped == 1
+    assert channel.dropped == 2
 
 
 def test_the_channel_bounds_what_it_keeps_and_stops_a_flood() -> None:
@@ -101,7 +105,7 @@ def test_the_channel_bounds_what_it_keeps_and_stops_a_flood() -> None:
     assert channel.stop.startswith("wrote more than 20 lines")
     flood = AnswerChannel(limits, frozenset({OTHER.id}))
     flood.feed(b"x" * 10_001)
-    assert flood.stop.startswith("wrote more than 0 MiB")
+    assert flood.stop.startswith("wrote more than 9 KiB")
 
 
 def run_result() -> sandbox.SandboxResult:
@@ -182,3 +186,25 @@ def test_a_slow_gemm_cannot_talk_its_way_past_the_clock() -> None:
         "and were ignored"
     ), score.report()
     assert score.score == round(score.task.points * score.passed / score.total, 2)
+
+
+def test_only_what_the_check_runner_writes_is_an_answer() -> None:
+    # Before: the parser took a byte order mark, UTF-16, a repeated key (the last one
+    # won) and an array whose data did not fill its shape.
+    ids = frozenset({OTHER.id})
+    good = {"check": OTHER.id, "answer": {"array": [2, 2], "dtype": "float64",
+                                          "data": [1.0, 2.0, "nan", -0.0]}}  # fmt: skip
+    line = json.dumps(good).encode()
+    assert parse_record(line, ids, 48) is not None
+    bad = [
+        b"\xef\xbb\xbf" + line,  # a byte order mark
+        json.dumps(good).encode("utf-16"),
+        line[:-1] + b', "answer": 1.0}',  # the key twice
+        line.replace(b'"nan", -0.0', b'"nan"'),  # 3 values for a 2 x 2 array
+        line.replace(b'"nan"', b'"NaN "'),  # not how a non-finite value is written
+        line.replace(b"2.0", b"2.00"),  # not Python's spelling of the number
+        line.replace(b", ", b","),  # not the runner's spacing
+        json.dumps(good, ensure_ascii=False).replace("1.0", '"\u00e9"').encode(),
+    ]
+    for record in bad:
+        assert parse_record(record, ids, 48) is None, record
