@@ -417,11 +417,15 @@ def reference_answers(
             keys = [entry.id]
             if entry.timed is not None:
                 keys += [round_key(entry.id, n) for n in range(entry.timed.rounds)]
-            for key in keys:
-                answer = answers.get(key)
-                if answer is None or (isinstance(answer, dict) and "message" in answer):
-                    detail = (answer.get("message") if isinstance(answer, dict)
-                              else run.output[-1500:])  # fmt: skip
+            for key in keys:  # (an error's record holds a message: only those are read)
+                detail = None
+                if key not in answers:
+                    detail = run.output[-1500:]
+                elif b'"message": ' in answers.line(key):
+                    answer = answers[key]
+                    if isinstance(answer, dict) and "message" in answer:
+                        detail = answer["message"]
+                if detail is not None:
                     raise RuntimeError(
                         f"the reference does not answer check {key} ({run.how_it_ended()}): "
                         f"{detail}"
