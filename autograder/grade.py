@@ -517,30 +517,39 @@ def judge_timed(entry: Check, reference: Answers, mine: Answers) -> tuple[str | 
 
 
 def library_work_of(task: Task, workspace: Path, root: Path) -> list[str]:
-    """Why a task that asks for the student's own computation (``Task.own_work``) is not
-    credited: each use of library work in the code its functions reach, as submitted
-    (read, never run: :mod:`autograder.own_work`). Empty when there is none."""
+    """Why a task with an own-work rule (``Task.own_work``) is not credited: each use of
+    what its rule refuses in the code its functions reach in the workspace, across its
+    files (read, never run: :mod:`autograder.own_work`), outside the code that the
+    reference's walk of the same task reaches in ``root`` unchanged (given code, or the
+    reference's own). Empty when there is none."""
     if not task.own_work:
         return []
-    found = []
-    for path in task.files:
-        module = path.removesuffix(".py").replace("/", ".")
-        names = [f.split(":", 1)[1] for f in task.functions if f.split(":", 1)[0] == module]
-        source = (workspace / path).read_text(encoding="utf-8", errors="replace")
-        handout = stub_text((root / path).read_text(encoding="utf-8"), path)
-        uses = library_work(source, names, handout, cuda=task.stage == 3)
-        found += [use.message(path) for use in uses]
-    return found
+    from autograder.own_work import read_tree, trusted_code
+
+    declared = {path for t in course_tasks(root) for path in t.files}
+    trust = trusted_code(read_tree(root, declared), task)
+    return [use.message() for use in library_work(read_tree(workspace, declared), task, trust)]
+
+
+_ASKS = {
+    "kernel": ("your own loops", "library work",
+               "Work done by NumPy's (or any library's) routines earns nothing here"),
+    "codec": ("your own bit arithmetic", "library work",
+              "A dtype conversion (NumPy's, ml_dtypes') doing the codec's work earns nothing"),
+    "messages": ("your own point-to-point messages", "what stands in for them",
+                 "An MPI collective (or a way around the communicator) earns nothing here"),
+}  # fmt: skip
+"""Per own-work rule: what the task asks for, what its code was found to use, the rule."""
 
 
 def not_credited(task: Task, checks: list[Check], uses: list[str]) -> TaskScore:
-    """The score of a task whose code does library work: nothing, and why (its checks
-    are not run)."""
+    """The score of a task whose code breaks its own-work rule: nothing, and why (its
+    checks are not run)."""
+    asks, found, rule = _ASKS.get(task.own_work, _ASKS["kernel"])
     shown = "; ".join(uses[:5]) + (f"; and {len(uses) - 5} more" if len(uses) > 5 else "")
-    why = (f"not credited: task {task.id} asks for your own loops, and its code uses "
-           f"library work ({shown}). Work done by NumPy's (or any library's) routines earns "
-           "nothing here: see 'Library work' in autograder/README.md")  # fmt: skip
-    reason = "not credited: library work in the task's code (see the problem above)"
+    why = (f"not credited: task {task.id} asks for {asks}, and its code uses {found} "
+           f"({shown}). {rule}: see 'Library work' in autograder/README.md")  # fmt: skip
+    reason = f"not credited: {found} in the task's code (see the problem above)"
     return TaskScore(task=task, total=len(checks), problem=why,
                      failures=[(c.id, reason) for c in checks])  # fmt: skip
 

@@ -226,7 +226,7 @@ TASKS: tuple[Task, ...] = (
             "module2.fast_ops:tensor_zip_kernel",
             "module2.fast_ops:tensor_reduce_kernel",
         ),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="2.2",
@@ -234,7 +234,7 @@ TASKS: tuple[Task, ...] = (
         points=15,
         files=("module2/fast_ops.py",),
         functions=("module2.fast_ops:tensor_matrix_multiply_kernel",),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="2.3",
@@ -243,7 +243,7 @@ TASKS: tuple[Task, ...] = (
         optional=True,
         files=("module2/fast_matmul.py",),
         functions=("module2.fast_matmul:gemm",),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="2.4",
@@ -258,7 +258,7 @@ TASKS: tuple[Task, ...] = (
         points=10,
         files=("module3/cuda_ops.py",),
         functions=("module3.cuda_ops:tensor_map", "module3.cuda_ops:tensor_zip"),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="3.2",
@@ -266,7 +266,7 @@ TASKS: tuple[Task, ...] = (
         points=10,
         files=("module3/cuda_ops.py",),
         functions=("module3.cuda_ops:sum_practice", "module3.cuda_ops:tensor_reduce"),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="3.3",
@@ -274,7 +274,7 @@ TASKS: tuple[Task, ...] = (
         points=15,
         files=("module3/cuda_ops.py",),
         functions=("module3.cuda_ops:tensor_matrix_multiply",),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="3.4",
@@ -282,7 +282,7 @@ TASKS: tuple[Task, ...] = (
         points=5,
         files=("module3/cuda_optim.py",),
         functions=("module3.cuda_optim:adam_kernel", "module3.cuda_optim:sgd_kernel"),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="4.1",
@@ -294,7 +294,7 @@ TASKS: tuple[Task, ...] = (
             "module4.fast_conv:conv1d_backward_input",
             "module4.fast_conv:conv1d_backward_weight",
         ),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="4.2",
@@ -306,7 +306,7 @@ TASKS: tuple[Task, ...] = (
             "module4.fast_conv:conv2d_backward_input",
             "module4.fast_conv:conv2d_backward_weight",
         ),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="4.3",
@@ -416,7 +416,7 @@ TASKS: tuple[Task, ...] = (
             "module5.fused:causal_attention",
             "module5.fused:causal_attention_backward",
         ),
-        own_work=True,
+        own_work="kernel",
     ),
     Task(
         id="6.1",
@@ -424,6 +424,7 @@ TASKS: tuple[Task, ...] = (
         points=15,
         files=("module6/distributed.py",),
         functions=("module6.distributed:ring_all_reduce",),
+        own_work="messages",
     ),
     Task(
         id="6.2",
@@ -442,7 +443,7 @@ TASKS: tuple[Task, ...] = (
         points=10,
         files=("module6/half.py",),
         functions=("module6.half:bfloat16_encode", "module6.half:bfloat16_decode"),
-        own_work=True,
+        own_work="codec",
     ),
     Task(
         id="6.4",

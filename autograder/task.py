@@ -21,9 +21,13 @@ class Task:
     optional: bool = False
     """Graded, but the framework works without it (it falls back to given code), so
     scripts and the main job do not wait for it."""
-    own_work: bool = False
-    """The task is writing a computation (a kernel): library work in its code (NumPy's
-    routines, ``@``, ...) is not credited (``autograder/own_work.py``)."""
+    own_work: str = ""
+    """The rule by which the code the task's functions reach is read before the task is
+    credited (``autograder/own_work.py``), or ``""`` for none: ``"kernel"`` (the task
+    is writing a computation: no library work — NumPy's routines, ``@``, another
+    library), ``"codec"`` (the kernel rule, and no dtype conversion doing the codec's
+    work) or ``"messages"`` (a communication algorithm: point-to-point messages only,
+    no collective standing in for it)."""
 
     @property
     def stage(self) -> int:

@@ -8,6 +8,9 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
+
+from autograder import grade as grade_module
 from autograder import sandbox
 from autograder.channel import (
     AnswerChannel,
@@ -165,12 +168,15 @@ _stop_the_clock()
 '''
 
 
-def test_a_slow_gemm_cannot_talk_its_way_past_the_clock() -> None:
+def test_a_slow_gemm_cannot_talk_its_way_past_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """The textbook loop as ``gemm``, claiming readiness for every round at once and
     naming each round the moment its seed arrives, in a line without an answer (which
     stopped the old clock: 0.8 ms recorded for a 222 ms loop): right values, but the
     speed check is lost."""
     need()
+    # The own-work reading would refuse the task before it runs (the attack imports json
+    # and os at module level); the clock is what is tested here.
+    monkeypatch.setattr(grade_module, "library_work_of", lambda task, workspace, root: [])
     with tempfile.TemporaryDirectory() as tmp:
         sub = plain_submission(Path(tmp) / "sub", {("2.3", "gemm"): stage2.NAIVE_GEMM})
         path = sub / "module2" / "fast_matmul.py"

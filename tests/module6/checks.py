@@ -5,9 +5,13 @@ returns what rank 0 gathered; the grader compares that with the reference's answ
 the same inputs, outside the student's processes.
 
 Task 6.1's ring runs over a communicator that offers point-to-point messages only
-(``ranks.PointToPoint``: a collective is an error) and counts the bytes each rank
-sends. Task 6.2's checks average with MPI's own ``Allreduce``, so they grade 6.2's code
-alone; its sampler needs no MPI.
+(``ranks.PointToPoint``: a collective is an error) and counts the messages each rank
+sends and receives, their bytes and their peers (:func:`ring_answer`): a ring of ``K``
+ranks sends ``2 (K - 1)`` messages each way on every rank, to the right neighbour and
+from the left, so a collective behind a counter bumped by hand answers otherwise (and
+the grader's reading refuses it first: ``autograder/own_work.py``). Task 6.2's checks
+average with MPI's own ``Allreduce``, so they grade 6.2's code alone; its sampler needs
+no MPI.
 """
 
 from __future__ import annotations
@@ -63,6 +67,29 @@ def _ranks(n: int, case: str, args: dict[str, Any]) -> dict[str, Any]:
 RING_LENGTHS = (0, 1, 2, 5, 7, 1001, 4099)
 
 
+def ring_answer(n: int, dtype: str, k: int, result: np.ndarray, same: bool,
+                counts: np.ndarray) -> dict[str, Any]:  # fmt: skip
+    """What the check compares for one case: the sum, and how the ranks talked
+    (``counts``: one :meth:`ranks.PointToPoint.counts` row per rank)."""
+    sends, receives, sent, received, to_right, from_left = counts.T
+    longest = -(-n // k) * np.dtype(dtype).itemsize
+    steps = 2 * (k - 1)
+    return {
+        "sum": result,
+        "dtype": str(result.dtype),
+        "same on every rank": bool(same),
+        "bytes sent in all": int(sent.sum()),
+        "bytes received in all": int(received.sum()),
+        "each rank within 2 (K - 1) chunks": bool((sent <= steps * longest).all()),
+        # an empty buffer may be sent as empty messages or not at all
+        "2 (K - 1) messages each way on every rank": bool(
+            (sends == receives).all()
+            and ((sends == steps).all() or (n == 0 and (sends == 0).all()))
+        ),
+        "to the right neighbour, from the left one": bool(to_right.all() and from_left.all()),
+    }
+
+
 def _ring(rng: np.random.Generator, k: int) -> Any:
     cases = [[n, "float64" if i % 2 else "float32"] for i, n in enumerate(RING_LENGTHS)]
     saved = _ranks(k, "ring_check", {"seed": int(rng.integers(2**31)), "cases": cases})
@@ -72,23 +99,18 @@ def _ring(rng: np.random.Generator, k: int) -> Any:
         if error:
             answers[f"length {n}"] = {"error": error[0]}
             continue
-        sent = saved[f"sent{i}"]
-        longest = -(-n // k) * np.dtype(dtype).itemsize
-        answers[f"length {n}"] = {
-            "sum": saved[f"sum{i}"],
-            "dtype": str(saved[f"sum{i}"].dtype),
-            "same on every rank": bool(saved[f"same{i}"]),
-            "bytes sent in all": int(sent.sum()),
-            "each rank within 2 (K - 1) chunks": bool((sent <= 2 * (k - 1) * longest).all()),
-        }
+        answers[f"length {n}"] = ring_answer(
+            n, dtype, k, saved[f"sum{i}"], bool(saved[f"same{i}"]), saved[f"counts{i}"]
+        )
     return answers
 
 
 @check("6.1", rtol=1e-6, atol=0.0)
 def ring_on_2_ranks(rng: np.random.Generator) -> Any:
     """Sums on 2 ranks, float64 and float32, lengths 0 to 4099; the same bits on every
-    rank; point-to-point messages only, ``2 (K - 1)`` buffers' worth of bytes in all and,
-    on each rank, no more than ``2 (K - 1)`` of the longest chunk."""
+    rank; point-to-point messages only: on every rank ``2 (K - 1)`` messages each way (to
+    the right neighbour, from the left one), no more than ``2 (K - 1)`` of the longest
+    chunk; ``2 (K - 1)`` buffers' worth of bytes in all, each way."""
     return _ring(rng, 2)
 
 

@@ -126,12 +126,24 @@ def die(comm: Any, args: dict[str, Any]) -> dict[str, np.ndarray]:
     return {}
 
 
+_GIVEN: Any = object()
+"""An argument the caller left out (so the communicator's own default applies)."""
+
+
 class PointToPoint:
-    """A communicator that offers only point-to-point messages (and counts the bytes this
-    rank sends): what task 6.1's ring may use. A collective is an AttributeError."""
+    """A communicator that offers only point-to-point messages, and counts what this rank
+    sends and receives: what task 6.1's ring may use. A collective is an AttributeError.
+
+    ``sends`` / ``receives``: messages (a ``Sendrecv`` is one of each); ``sent`` /
+    ``received``: their bytes; ``peers``: the ranks it sent to and received from. The
+    ring's, for ``K`` ranks: ``2 (K - 1)`` messages each way, all to the right neighbour
+    and all from the left one, ``2 (K - 1) / K`` of the buffer's bytes each way."""
 
     def __init__(self, comm: Any) -> None:
-        self._comm, self.sent = comm, 0
+        self._comm = comm
+        self.sent = self.received = self.sends = self.receives = 0
+        self.to: set[int] = set()
+        self.came_from: set[int] = set()
 
     def Get_rank(self) -> int:
         return int(self._comm.Get_rank())
@@ -139,20 +151,50 @@ class PointToPoint:
     def Get_size(self) -> int:
         return int(self._comm.Get_size())
 
-    def Sendrecv(self, sendbuf: Any, dest: int, **kwargs: Any) -> Any:
-        self.sent += np.asarray(sendbuf).nbytes
-        return self._comm.Sendrecv(sendbuf, dest, **kwargs)
+    def _out(self, buf: Any, dest: Any) -> None:
+        self.sends += 1
+        self.sent += np.asarray(buf).nbytes
+        self.to.add(int(dest))
+
+    def _in(self, buf: Any, source: Any) -> None:
+        self.receives += 1
+        self.received += np.asarray(buf).nbytes if buf is not None else 0
+        self.came_from.add(-1 if source is _GIVEN else int(source))
+
+    def Sendrecv(
+        self, sendbuf: Any, dest: int, sendtag: Any = _GIVEN, recvbuf: Any = None,
+        source: Any = _GIVEN, recvtag: Any = _GIVEN, status: Any = _GIVEN,
+    ) -> Any:  # fmt: skip
+        self._out(sendbuf, dest)
+        self._in(recvbuf, source)
+        given = {"sendtag": sendtag, "source": source, "recvtag": recvtag, "status": status}
+        kwargs = {k: v for k, v in given.items() if v is not _GIVEN}
+        return self._comm.Sendrecv(sendbuf, dest, recvbuf=recvbuf, **kwargs)
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> Any:
-        self.sent += np.asarray(buf).nbytes
+        self._out(buf, dest)
         return self._comm.Send(buf, dest, tag)
 
-    def Recv(self, buf: Any, source: int = -1, tag: int = -1, status: Any = None) -> Any:
-        return self._comm.Recv(buf, source, tag, status)
+    def Recv(self, buf: Any, source: Any = _GIVEN, tag: Any = _GIVEN, status: Any = None) -> Any:
+        self._in(buf, source)
+        given = {"source": source, "tag": tag}
+        return self._comm.Recv(buf, **{k: v for k, v in given.items() if v is not _GIVEN},
+                               status=status)  # fmt: skip
+
+    def counts(self) -> np.ndarray:
+        """``[sends, receives, sent, received, to_right, from_left]`` of this rank (the
+        last two 1 when every message went to the right neighbour / came from the left)."""
+        rank, size = self.Get_rank(), self.Get_size()
+        right, left = (rank + 1) % size, (rank - 1) % size
+        return np.array([
+            self.sends, self.receives, self.sent, self.received,
+            int(self.to <= {right}), int(self.came_from <= {left}),
+        ], np.int64)  # fmt: skip
 
 
 def ring_check(comm: Any, args: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Graded (tests/module6/checks.py): task 6.1 over :class:`PointToPoint`."""
+    """Graded (tests/module6/checks.py): task 6.1 over :class:`PointToPoint`; rank 0 saves
+    each case's sum, whether every rank got the same, and every rank's counts."""
     from module6.distributed import ring_all_reduce
 
     rank, out = comm.Get_rank(), {}
@@ -164,11 +206,11 @@ def ring_check(comm: Any, args: dict[str, Any]) -> dict[str, np.ndarray]:
             error = ""
         except Exception as exc:
             result, error = np.zeros(0), type(exc).__name__
-        results, sent, errors = (comm.gather(v, root=0) for v in (result, p2p.sent, error))
+        results, counts, errors = (comm.gather(v, root=0) for v in (result, p2p.counts(), error))
         if rank == 0:
             out[f"sum{i}"], out[f"error{i}"] = results[0], np.array(errors)
             out[f"same{i}"] = np.array(all(np.array_equal(r, results[0]) for r in results))
-            out[f"sent{i}"] = np.array(sent)
+            out[f"counts{i}"] = np.stack(counts)
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 from module6.distributed import bus_bandwidth, chunk_bounds, ring_all_reduce
 from tests.module6 import threads
 from tests.module6.mpi import failure, run_ranks
+from tests.module6.ranks import PointToPoint
 
 LENGTHS = (0, 1, 2, 3, 5, 7, 1000, 65_537)
 """Around every rank count: empty, fewer entries than ranks, chunks of unequal length."""
@@ -57,6 +58,31 @@ def test_ring_sums_on_thread_ranks_without_mpi(ranks: int, dtype: type) -> None:
         for result in out:
             assert result.dtype == dtype and np.array_equal(result, out[0]), (ranks, n)
         assert (np.abs(out[0] - exact) <= bound + 1e-300).all(), (ranks, n)
+
+
+@pytest.mark.task6_1
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_the_ring_sends_point_to_point_messages_round_the_ring(ranks: int) -> None:
+    """The graded check's contract on thread ranks: over a communicator with point-to-point
+    messages only (``tests/module6/ranks.py``'s ``PointToPoint``, which counts them),
+    every rank sends ``2 (K - 1)`` messages to its right neighbour and receives as many
+    from its left one (an empty buffer may send none), no more than ``2 (K - 1)`` of the
+    longest chunk in all, and the bytes sent are the bytes received."""
+    for n in (0, 1, 2, 5, 7, 1001):
+        inputs = [np.random.default_rng([n, r]).normal(size=n) for r in range(ranks)]
+
+        def ring(comm: threads.ThreadComm, xs: list[np.ndarray] = inputs) -> np.ndarray:
+            counted = PointToPoint(comm)
+            ring_all_reduce(counted, xs[comm.Get_rank()].copy())
+            return counted.counts()
+
+        counts = np.stack(threads.run_ranks(ranks, ring))
+        sends, receives, sent, received, to_right, from_left = counts.T
+        steps, longest = 2 * (ranks - 1), -(-n // ranks) * 8
+        each_way = (sends == receives).all() and (sends == steps).all()
+        assert each_way or (n == 0 and not sends.any()), (ranks, n, counts)
+        assert to_right.all() and from_left.all(), (ranks, n)
+        assert (sent <= steps * longest).all() and sent.sum() == received.sum(), (ranks, n)
 
 
 def test_ring_on_one_rank_leaves_the_buffer_as_it_is() -> None:
