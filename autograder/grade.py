@@ -524,11 +524,13 @@ def library_work_of(task: Task, workspace: Path, root: Path) -> list[str]:
     reference's own). Empty when there is none."""
     if not task.own_work:
         return []
-    from autograder.own_work import read_tree, trusted_code
+    from autograder.own_work import READING, read_tree, trusted_code
 
     declared = {path for t in course_tasks(root) for path in t.files}
-    trust = trusted_code(read_tree(root, declared), task)
-    return [use.message() for use in library_work(read_tree(workspace, declared), task, trust)]
+    with READING:
+        trust = trusted_code(read_tree(root, declared), task)
+        uses = library_work(read_tree(workspace, declared), task, trust)
+        return [use.message() for use in uses]
 
 
 _ASKS = {

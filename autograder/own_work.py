@@ -89,6 +89,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -504,6 +505,11 @@ def library_work(tree: Tree, task: Task, trust: Trust | None = None) -> list[Fin
 # Trees and trust
 # =========================================================================================
 
+
+READING = threading.Lock()
+"""One reading at a time in a process: the parsed files, indexed modules and trees are
+kept between readings and shared by them (the release grades the handout and the
+reference in two threads at once; read together, one tree's reading saw the other's)."""
 
 _TREES: dict[tuple[str, frozenset[str], int], Tree] = {}
 """Trees read lately, by folder, declared files and content (a grade reads the same

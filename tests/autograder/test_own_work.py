@@ -598,3 +598,32 @@ def test_the_students_report_gives_library_work_nothing_as_the_grader_does() -> 
     task = get_task("2.3")
     assert TaskStatus(task, 13, 14, False).points == pytest.approx(task.points * 13 / 14)
     assert TaskStatus(task, 13, 14, False, not_credited=True).points == 0.0
+
+
+def test_two_readings_at_once_read_each_tree_as_alone(tmp_path: Path) -> None:
+    # Before: the release grades the handout and the reference in two threads; read at
+    # once, the reference's reading saw the handout's (task 2.1 not credited to the
+    # reference, "an import of types" that it reached through the other tree's index).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from autograder.grade import build_workspace, library_work_of
+    from autograder.paths import available_tasks
+    from autograder.release import write_handout
+
+    handout = tmp_path / "handout"
+    write_handout(ROOT, handout)
+    spaces = {}
+    for name, tree in (("reference", ROOT), ("handout", handout)):
+        spaces[name] = tmp_path / f"work-{name}"
+        spaces[name].mkdir()
+        build_workspace(tree, ROOT, spaces[name], None, False)
+    tasks = [t for t in available_tasks(ROOT) if t.own_work]
+
+    def read(workspace: Path) -> dict[str, list[str]]:
+        return {t.id: library_work_of(t, workspace, ROOT) for t in tasks}
+
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(2):
+            at_once = [pool.submit(read, spaces[n]) for n in ("handout", "reference")]
+            assert at_once[1].result() == {t.id: [] for t in tasks}
+            assert at_once[0].result() == read(spaces["handout"])
