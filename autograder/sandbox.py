@@ -65,7 +65,6 @@ from autograder.leftovers import (
     become_subreaper,
     clean_user,
     folder_usage,
-    process_uids,
     remove_tree,
     taken_uids,
     user_leftovers,
@@ -409,11 +408,6 @@ def release(isolation: Isolation) -> None:
     """The end of a grade: its tier-2 user id goes back to the pool."""
     if isolation.tier == USER:
         release_uid(isolation.uid)
-
-
-def _process_uids() -> dict[int, int]:
-    """Real user id of each live process (pid -> uid)."""
-    return process_uids()
 
 
 def editable_trees() -> list[Path]:

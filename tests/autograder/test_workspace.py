@@ -19,6 +19,7 @@ import pytest
 
 from autograder import sandbox
 from autograder.grade import Limits, grade, workspace_files
+from autograder.leftovers import process_uids
 from autograder.paths import ROOT
 from autograder.regions import find_regions, stub_text
 from autograder.registry import TASKS
@@ -99,7 +100,7 @@ def test_a_grade_reads_nothing_of_another_grade_running_at_the_same_time(
                 )
                 assert started.wait(60), "the first grade never reached its run"
                 for _ in range(100):  # its run's process, as its own user, is up
-                    if runs_as & set(sandbox._process_uids().values()):
+                    if runs_as & set(process_uids().values()):
                         break
                     time.sleep(0.1)
             with in_tier(sandbox.USER):
