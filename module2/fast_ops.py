@@ -367,7 +367,7 @@ class FastOps(TensorOps):
             out = reduce_output(a, dim, start)
             if op is None:
                 fallback(*out.tuple_arrays(), *a.tuple_arrays(), dim)
-            elif a.shape[dim] > 0:
+            elif a.shape[dim] > 0 and out.size:
                 # Few outputs and long folds: split each fold so every thread works.
                 outputs, n = out.size, a.shape[dim]
                 parts = 1 if outputs >= 64 else max(1, min(64 // outputs, n // 4096))

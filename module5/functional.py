@@ -8,8 +8,8 @@ stage 3's CUDA kernels run them unchanged. On the fast CPU backend, once task 5.
 done, :func:`layer_norm`, :func:`gelu`, :func:`masked_softmax` (unmasked or causal) and
 causal :func:`scaled_dot_product_attention` take its fused kernels instead
 (``module5/fused.py``, through ``module5/fused_route.py``); ``fused_route.plain_route()``
-turns that off. ``narrow`` and ``cat``
-copy through NumPy, as stage 4's embedding lookup does.
+turns that off. ``narrow``, ``cat``
+and ``masked_fill`` copy through NumPy, as stage 4's embedding lookup does.
 """
 
 from __future__ import annotations
@@ -147,13 +147,45 @@ def causal_mask(t: int, s: int | None = None) -> np.ndarray:
     return np.tril(np.ones((t, s), dtype=bool), k=s - t)
 
 
+class _MaskedFill(Function):
+    """``value`` where ``fill`` is True, ``x`` elsewhere (a copy); the gradient flows to
+    the entries kept, never to the filled ones."""
+
+    @staticmethod
+    def forward(ctx: Context, x: Tensor, fill: np.ndarray, value: float) -> Tensor:
+        ctx.save_for_backward(fill)
+        out = np.where(fill, np.asarray(value, x.dtype), x.numpy())
+        return from_numpy(np.ascontiguousarray(out, dtype=x.dtype), x.backend, copy=False)
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        (fill,) = ctx.saved_values
+        grad = np.where(fill, np.zeros((), d.dtype), d.numpy())
+        return from_numpy(np.ascontiguousarray(grad, dtype=d.dtype), d.backend, copy=False)
+
+
+def masked_fill(x: Tensor, fill: np.ndarray, value: float) -> Tensor:
+    """``x`` with ``value`` wherever ``fill`` (booleans broadcasting to ``x``'s shape) is
+    True, as PyTorch's ``masked_fill``. Unlike ``x * on + off``, whatever the filled
+    entries held (NaN, infinity) is gone: ``NaN * 0`` is NaN."""
+    fill = np.asarray(fill, dtype=bool)
+    try:
+        fill = np.broadcast_to(fill, x.shape)
+    except ValueError:
+        raise ShapeError(
+            f"masked_fill: mask of shape {fill.shape} does not broadcast to {x.shape}"
+        ) from None
+    return _MaskedFill.apply(x, fill, float(value))
+
+
 def masked_softmax(x: Tensor, keep: np.ndarray | None = None) -> Tensor:
     """Softmax over the last dimension of ``x``, where only the entries with ``keep``
     True (a boolean array that broadcasts to ``x``'s shape) take part.
 
-    Masked entries are exactly 0; a row with no entry kept is all 0 (never NaN). The
-    row's maximum over its kept entries is subtracted first (a constant to autodiff), so
-    no exponent is positive."""
+    Masked entries are exactly 0, whatever ``x`` holds there (NaN and infinities
+    included); a row with no entry kept is all 0 (never NaN). The row's maximum over its
+    kept entries is subtracted first (a constant to autodiff), so no exponent is
+    positive and nothing overflows."""
     if keep is not None:
         keep = np.asarray(keep, dtype=bool)
         try:
@@ -171,8 +203,7 @@ def masked_softmax(x: Tensor, keep: np.ndarray | None = None) -> Tensor:
         e = (x - shift).exp()
         return e / e.sum(-1, keepdim=True)
     on = from_numpy(keep.astype(x.dtype), x.backend)
-    off = from_numpy(np.where(keep, 0.0, MASKED).astype(x.dtype), x.backend)
-    filled = x * on + off
+    filled = masked_fill(x, ~keep, MASKED)
     e = (filled - filled.detach().max(-1, keepdim=True)).exp() * on
     empty = from_numpy((~keep.any(-1, keepdims=True)).astype(x.dtype), x.backend)
     return e / (e.sum(-1, keepdim=True) + empty)

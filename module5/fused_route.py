@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -65,6 +66,9 @@ def _rows(x: Tensor, shape: tuple[int, ...] | None = None) -> np.ndarray:
     """``x``'s values as a contiguous array of ``shape`` (default ``(rows, n)``, ``n``
     its last dimension): its own storage when it is contiguous, else a copy."""
     shape = (-1, x.shape[-1]) if shape is None else shape
+    if -1 in shape:  # the leading size by arithmetic: -1 cannot be solved for no entries
+        known = math.prod(s for s in shape if s != -1)
+        shape = tuple((x.size // known if known else 0) if s == -1 else s for s in shape)
     data = x._tensor
     if data.is_contiguous() and data._storage.size == x.size:
         return data._storage.reshape(shape)
@@ -182,6 +186,37 @@ def _stub(error: NotImplementedError) -> bool:
     return True
 
 
+_proven: set[type] = set()
+"""The Functions whose kernels have run once: their calls need no watching."""
+
+
+def _first_quiet(fn: type[Function], *args: Any) -> Tensor | None:
+    """``fn.apply(*args)``, or None where its kernel is still the handout's stub. Until a
+    kernel has run once, Numba's warnings from compiling it are held back and dropped
+    if it was the stub (a stub of a ``parallel=True`` kernel has no parallel loop, and
+    its NumbaPerformanceWarning is about code the student never touched); a kernel
+    that runs has its warnings shown."""
+    if fn in _proven:
+        try:
+            return fn.apply(*args)
+        except NotImplementedError as error:  # (a kernel swapped for a stub after all)
+            if not _stub(error):
+                raise
+            return None
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            out = fn.apply(*args)
+        except NotImplementedError as error:
+            if not _stub(error):
+                raise
+            return None
+    for w in seen:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _proven.add(fn)
+    return out
+
+
 def causal_period(keep: np.ndarray | None, shape: tuple[int, ...]) -> tuple[int, int] | None:
     """``(period, shift)`` for ``kernels.softmax_rows`` when ``keep`` (None: every entry) is
     no mask or exactly the causal mask of the last two dimensions of ``shape``, the same
@@ -223,12 +258,7 @@ def softmax(x: Tensor, keep: np.ndarray | None) -> Tensor | None:
         return cuda_kernels.CudaSoftmax.apply(x, *period)
     if not applies(x):
         return None
-    try:
-        return FusedSoftmax.apply(x, *period)
-    except NotImplementedError as error:
-        if not _stub(error):
-            raise
-        return None
+    return _first_quiet(FusedSoftmax, x, *period)
 
 
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float) -> Tensor | None:
@@ -241,24 +271,14 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float) -> Tensor | 
         return cuda_kernels.CudaLayerNorm.apply(x, weight, bias, eps)
     if not applies(x):
         return None
-    try:
-        return FusedLayerNorm.apply(x, weight, bias, eps)
-    except NotImplementedError as error:
-        if not _stub(error):
-            raise
-        return None
+    return _first_quiet(FusedLayerNorm, x, weight, bias, eps)
 
 
 def gelu(x: Tensor) -> Tensor | None:
     """``gelu(x)`` by the fused kernels, or None where they do not apply."""
     if not applies(x):
         return None
-    try:
-        return FusedGELU.apply(x)
-    except NotImplementedError as error:
-        if not _stub(error):
-            raise
-        return None
+    return _first_quiet(FusedGELU, x)
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor | None:
@@ -268,9 +288,4 @@ def attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor | None:
         return None
     if k.backend is not q.backend or v.backend is not q.backend or k.shape[-2] < q.shape[-2]:
         return None
-    try:
-        return FusedAttention.apply(q, k, v)
-    except NotImplementedError as error:
-        if not _stub(error):
-            raise
-        return None
+    return _first_quiet(FusedAttention, q, k, v)

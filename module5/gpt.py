@@ -93,8 +93,8 @@ def _linear(
 
 def _tokens(layer: Linear, x: Tensor) -> Tensor:
     """A 2-D ``Linear`` applied to every position of ``x`` ``(B, T, C)``."""
-    b, t, _ = x.shape
-    return layer(x.contiguous().view(b * t, x.shape[-1])).view(b, t, -1)
+    b, t, c = x.shape
+    return layer(x.contiguous().view(b * t, c)).view(b, t, layer.out_size)
 
 
 class MultiHeadAttention(Module):
@@ -260,6 +260,11 @@ class GPT(Module):
         if tokens.dtype.kind not in "iu":
             raise TypeError(f"GPT: token indices must be integers, got dtype {tokens.dtype}")
         t = tokens.shape[1]
+        if tokens.size == 0:
+            raise ShapeError(
+                f"GPT: token indices of shape {tokens.shape}: no position to run "
+                "(want at least one sequence of at least one token)"
+            )
         if start + t > self.config.block_size:
             raise ShapeError(
                 f"GPT: a context of {start + t} positions is longer than the model's "
@@ -283,7 +288,7 @@ class GPT(Module):
         for i, block in enumerate(self.blocks):
             x = block(x, cache.layers[i] if cache is not None else None)
         x = self.ln_f(x).contiguous().view(b * t, self.config.n_embd)  # one 2-D product
-        return (x @ self.wte.weight.value.transpose(0, 1)).view(b, t, -1)
+        return (x @ self.wte.weight.value.transpose(0, 1)).view(b, t, self.config.vocab_size)
         # END SOLUTION
 
     def summary(self) -> str:

@@ -74,12 +74,16 @@ def decay_groups(model: Module, weight_decay: float) -> list[dict[str, Any]]:
 
 
 def clip_grad_norm_(parameters: Iterable[Parameter], max_norm: float) -> float:
-    """Scale every gradient by ``max_norm / total`` when their global L2 norm ``total``
-    is above ``max_norm``, in place; return ``total`` (before clipping)."""
+    """Scale every gradient by ``max_norm / (total + 1e-6)`` when their global L2 norm
+    ``total`` is above ``max_norm``, in place (``max_norm = 0`` zeroes them, as PyTorch);
+    return ``total`` (before clipping). Gradients that are views (not contiguous) are
+    scaled too."""
+    if not max_norm >= 0.0:
+        raise ValueError(f"clip_grad_norm_: max_norm must be at least 0, got {max_norm}")
     # BEGIN SOLUTION 5.4
     grads = [p.value.grad for p in parameters if p.value.grad is not None]
     total = math.sqrt(sum(float(np.square(g.numpy(), dtype=np.float64).sum()) for g in grads))
-    if total > max_norm > 0:
+    if total > max_norm:
         scale = max_norm / (total + 1e-6)
         for g in grads:
             data = g._tensor

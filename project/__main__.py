@@ -3,6 +3,11 @@
 It trains the model of the latest stage whose tasks are done, so it works at every
 point of the course (optional tasks and stage 3, which needs a GPU, aside):
 
+* stage 5 (with 0-2 and 4): the character-level GPT on the bundled Shakespeare
+  (``project/train_gpt.py``): 2000 AdamW steps of nanoGPT's CPU configuration, a line
+  per evaluation, ``runs/gpt/`` (log, parameters, loss curves, an attention map,
+  samples); exits 1 unless the gate holds (validation loss 0.5 nats below the bigram
+  model's). Stage 5's optional task 5.5 only makes it faster;
 * stage 4 (with 0-2): the digits CNN on the handwritten digits bundled with the
   project, fully offline (``project/train_digits.py``): the model summary, a progress
   bar and one line per epoch, ``runs/digits/`` (log, parameters, four figures); exits 1
@@ -23,6 +28,7 @@ import sys
 from project.guard import EXIT_NOT_DONE, first_unfinished, stage_present, stages_done
 
 JOBS = (
+    ((0, 1, 2, 4, 5), "the GPT on Shakespeare (stage 5)", "project.train_gpt", None),
     ((0, 1, 2, 4), "the digits CNN (stage 4)", "project.train_digits", None),
     ((0, 1, 2), "the xor classifier on the fast backend (stage 2)", "project.train", "fast"),
     ((0, 1), "the xor classifier on the simple tensor backend (stage 1)", "project.train",
@@ -42,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         importlib.import_module(module)  # a file that does not import says so first
         if stages[-1] < 4:
             print(f"Training {what}." + (f" Next: {pending}" if pending else ""), flush=True)
+        if module == "project.train_gpt":
+            from project.train_gpt import main as train_gpt
+
+            return train_gpt(argv)
         if module == "project.train_digits":
             from project.train_digits import main as train_digits
 

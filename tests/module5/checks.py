@@ -148,15 +148,22 @@ def gelu_backward(rng: np.random.Generator) -> Any:
 
 
 def _softmax_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
+    """Six small cases (one with a row that keeps nothing, one with no mask), then
+    scores of +-1000 with and without a mask in both dtypes (nothing may overflow), and
+    NaN and infinities at masked positions (they must not reach the kept entries)."""
     cases = []
-    for i in range(6):
-        rows, cols = int(rng.integers(1, 5)), int(rng.integers(1, 7))
+    for i in range(10):
+        rows, cols = int(rng.integers(1, 5)), int(rng.integers(2, 7))
         keep = rng.random((rows, cols)) < 0.6
+        keep[:, int(rng.integers(cols))] = True
         if i == 0:
             keep[0] = False  # a row with nothing kept
-        cases.append({"x": rng.normal(scale=float(rng.choice([1.0, 30.0])), size=(rows, cols)),
-                      "keep": None if i == 5 else keep, "dtype": DTYPES[i % 2],
-                      "order": _order(rng, 2)})  # fmt: skip
+        scale = float(rng.choice([1.0, 30.0])) if i < 6 else 1000.0
+        x = rng.normal(scale=scale, size=(rows, cols))
+        if i >= 8:  # what a masked position holds must not matter
+            x[~keep] = rng.choice([np.nan, np.inf, -np.inf], int((~keep).sum()))
+        cases.append({"x": x, "keep": None if i in (5, 6, 7) else keep,
+                      "dtype": DTYPES[i % 2], "order": _order(rng, 2)})  # fmt: skip
     return cases
 
 
@@ -195,7 +202,9 @@ def _attention_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
         t = int(rng.integers(1, 5))
         s = t + int(rng.integers(0, 3))
         d, dv = int(rng.integers(1, 5)), int(rng.integers(1, 4))
-        mask = (rng.random((t, s)) < 0.8) if i == 4 else None
+        mask = (rng.random((t, s)) < 0.8) if i in (4, 5) else None
+        if i == 5:  # with causal=True: padding keys off (keep where both allow)
+            mask = np.broadcast_to(rng.random(s) < 0.7, (t, s)).copy()
         cases.append({"q": rng.normal(size=(*lead, t, d)), "k": rng.normal(size=(*lead, s, d)),
                       "v": rng.normal(size=(*lead, s, dv)), "causal": bool(i % 2),
                       "mask": mask, "dtype": DTYPES[(i // 2) % 2]})  # fmt: skip
@@ -291,10 +300,18 @@ def _gpt_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
 
 
 def _model(c: dict[str, Any]) -> Any:
+    """A model of the case's size with every parameter drawn afresh from its seed (so
+    ``ln_1``, ``ln_2`` and ``ln_f`` differ: a block wired another way gives other
+    logits)."""
     from module5.gpt import GPT, GPTConfig
 
     model = GPT(GPTConfig(**c["config"]), seed=c["seed"], backend=_simple())
     model.to(c["dtype"])
+    draw = np.random.default_rng(c["seed"])
+    for name, p in model.named_parameters():
+        centre = 1.0 if name.endswith("weight") and len(p.value.shape) == 1 else 0.0
+        values = centre + draw.normal(scale=0.4, size=p.value.shape)
+        p.update(_constant(values, c["dtype"]))
     return model
 
 
@@ -336,19 +353,45 @@ def gpt_backward(rng: np.random.Generator) -> Any:
 
 @check("5.3", rtol=1e-4, atol=1e-6)
 def kv_cache(rng: np.random.Generator) -> Any:
-    """Logits decoded a position at a time with a KV cache (the first chunk longer)."""
+    """Logits decoded with a KV cache a position at a time (the first chunk longer), and
+    in chunks of several positions (which show the order of the cached keys)."""
     from module5.gpt import KVCache
 
     out = []
     with _standins():
         for c in _gpt_cases(rng):
+            cuts = sorted({int(a) for a in rng.integers(1, c["tokens"].shape[1], 2)})
 
-            def run(c: dict[str, Any] = c) -> Any:
-                model, tokens, cache = _model(c), c["tokens"], KVCache()
+            def run(c: dict[str, Any] = c, cuts: list[int] = cuts) -> Any:
+                model, tokens = _model(c), c["tokens"]
+                cache = KVCache()
                 parts = [model(tokens[:, :2], cache).to_numpy()]
                 for i in range(2, tokens.shape[1]):
                     parts.append(model(tokens[:, i : i + 1], cache).to_numpy())
-                return [np.concatenate(parts, axis=1), cache.length]
+                chunked, cache = [], KVCache()
+                for a, b in zip([0, *cuts], [*cuts, tokens.shape[1]], strict=True):
+                    chunked.append(model(tokens[:, a:b], cache).to_numpy())
+                return [np.concatenate(parts, axis=1), np.concatenate(chunked, axis=1),
+                        cache.length]  # fmt: skip
+
+            out.append(raised(run))
+    return out
+
+
+@check("5.3")
+def generate(rng: np.random.Generator) -> Any:
+    """Tokens sampled at a tiny temperature (greedy decoding: ``logits / T``) and at
+    ``top_k = 1``, with the cache and without."""
+    out = []
+    with _standins():
+        for c in _gpt_cases(rng)[:2]:
+            seed = int(rng.integers(2**31))
+
+            def run(c: dict[str, Any] = c, seed: int = seed) -> Any:
+                model, context = _model(c), c["tokens"][:, :2]
+                cold = model.generate(context, 5, temperature=1e-4, seed=seed)
+                top = model.generate(context, 5, top_k=1, seed=seed, use_cache=False)
+                return [cold.tolist(), top.tolist()]
 
             out.append(raised(run))
     return out
@@ -396,14 +439,15 @@ def clip_grad_norm(rng: np.random.Generator) -> Any:
     from module5.optim import clip_grad_norm_
 
     out = []
-    for max_norm in (0.5, 1e6):
-        gs = [rng.normal(size=(2, 3)), rng.normal(size=4)]
+    for max_norm in (0.5, 1e6, 0.0):
+        gs = [rng.normal(size=(2, 3)), rng.normal(size=4), rng.normal(size=(3, 2))]
 
         def run(gs: list[Array] = gs, max_norm: float = max_norm) -> Any:
             params = [Parameter(from_numpy(np.zeros(g.shape), _simple(), requires_grad=True))
                       for g in gs]  # fmt: skip
             for p, g in zip(params, gs, strict=True):
                 p.value.grad = from_numpy(g, _simple())
+            params[2].value.grad = from_numpy(gs[2].T.copy(), _simple()).permute(1, 0)  # a view
             total = clip_grad_norm_(params, max_norm)
             return [float(total), *(p.value.grad.to_numpy() for p in params)]
 
@@ -444,7 +488,7 @@ def get_batch(rng: np.random.Generator) -> Any:
 
     data = rng.integers(0, 50, int(rng.integers(20, 60)))
     out = []
-    for batch, block in ((4, 5), (1, 3), (3, 8)):
+    for batch, block in ((4, 5), (1, 3), (3, 8), (40, len(data) - 2)):  # the last: 2 starts
         seed = int(rng.integers(2**31))
         out.append(raised(lambda b=batch, k=block, s=seed: [
             a.tolist() for a in fn(data, b, k, np.random.default_rng(s))]))  # fmt: skip
@@ -538,6 +582,22 @@ def layer_norm_rows_backward(rng: np.random.Generator) -> Any:
             return [dx, dw, db]
 
         out.append(raised(run))
+    # Many rows, few columns, eight runs (the local test's race case): rows added into
+    # one entry from two threads lose updates in some runs.
+    x = rng.normal(size=(1 << 17, 4))
+    m = x.mean(-1)
+    s = 1 / np.sqrt(((x - m[:, None]) ** 2).mean(-1) + 1e-5)
+    w, d = rng.normal(size=4), rng.normal(size=x.shape)
+
+    def runs() -> Any:
+        sums = []
+        for _ in range(8):
+            dx, dw, db = np.empty_like(x), np.full(4, 7.0), np.full(4, 7.0)
+            kernel(d, x, w, m, s, dx, dw, db)
+            sums.append([dw, db])
+        return sums
+
+    out.append(raised(runs))
     return out
 
 

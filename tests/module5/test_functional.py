@@ -10,6 +10,7 @@ keys, values or queries after position ``t`` changes no output at or before ``t`
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -192,17 +193,71 @@ def test_softmax_rows_sum_to_one_and_ignore_a_constant(
 @pytest.mark.task5_2
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_row_with_every_entry_masked_is_zero_and_never_nan(dtype: type) -> None:
-    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [1e4, -1e4, 0.0]])
+    """Row 1 keeps nothing: all 0, in the values and the gradient (small values here;
+    large ones: the next test)."""
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [0.5, -0.5, 0.0]])
     keep = np.array([[True, False, True], [False, False, False], [True, True, False]])
     xt = from_numpy(x.astype(dtype), FAST, requires_grad=True)
     p = masked_softmax(xt, keep)
     values = p.to_numpy()
-    assert not np.isnan(values).any()
-    assert (values[1] == 0.0).all() and values[0, 1] == 0.0 and values[2, 2] == 0.0
+    assert (values[1] == 0.0).all(), f"a row that keeps nothing gave {values[1]}, want 0s"
+    assert values[0, 1] == 0.0 and values[2, 2] == 0.0, f"masked entries not 0: {values}"
     np.testing.assert_allclose(values, np_softmax(x, keep), rtol=TOL[dtype])
     (p * t(np.arange(9.0).reshape(3, 3), dtype)).sum().backward()
     grad = xt.grad.to_numpy()
-    assert not np.isnan(grad).any() and (grad[~keep] == 0.0).all()
+    assert not np.isnan(grad).any(), f"NaN in the gradient: {grad}"
+    assert (grad[~keep] == 0.0).all(), f"masked entries got a gradient: {grad}"
+
+
+@pytest.mark.task5_2
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("masked", [False, True], ids=["no mask", "mask"])
+def test_large_scores_overflow_nowhere(dtype: type, masked: bool) -> None:
+    """Scores of +-1000 (``exp(1000)`` overflows float64; float32 already at 89): the
+    row's maximum is subtracted first, with a mask or without one."""
+    x = np.array([[1000.0, 0.0, -1000.0], [-1000.0, 1000.0, 999.0], [100.0, 99.0, 98.0]])
+    keep = np.array([[True, True, False], [True, True, True], [False, True, True]])
+    keep = keep if masked else np.ones_like(keep)
+    xt = from_numpy(x.astype(dtype), FAST, requires_grad=True)
+    p = masked_softmax(xt, keep if masked else None)
+    values = p.to_numpy()
+    assert np.isfinite(values).all(), f"masked_softmax of {x.tolist()} gave {values.tolist()}"
+    np.testing.assert_allclose(values, np_softmax(x, keep), rtol=TOL[dtype], atol=1e-30)
+    (p * t(np.arange(9.0).reshape(3, 3), dtype)).sum().backward()
+    assert np.isfinite(xt.grad.to_numpy()).all(), f"gradient {xt.grad.to_numpy()}"
+
+
+@pytest.mark.task5_2
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_what_a_masked_entry_holds_never_reaches_the_kept_ones(dtype: type) -> None:
+    """NaN, +inf and -inf at masked positions (``NaN * 0`` is NaN: ``masked_fill``, not a
+    multiplication by the mask): the kept entries are the softmax of the kept scores,
+    the masked ones exactly 0, and the gradient finite."""
+    x = np.array([[1.0, np.nan, 2.0, np.inf], [-np.inf, 0.5, np.nan, -1.0]])
+    keep = np.isfinite(x)
+    xt = from_numpy(x.astype(dtype), FAST, requires_grad=True)
+    p = masked_softmax(xt, keep)
+    values = p.to_numpy()
+    want = np_softmax(np.where(keep, x, 0.0), keep)
+    assert np.isfinite(values).all(), f"masked_softmax gave {values.tolist()}"
+    np.testing.assert_allclose(values, want, rtol=TOL[dtype])
+    assert (values[~keep] == 0.0).all()
+    (p * t(np.arange(8.0).reshape(2, 4), dtype)).sum().backward()
+    grad = xt.grad.to_numpy()
+    assert np.isfinite(grad).all() and (grad[~keep] == 0.0).all(), f"gradient {grad}"
+
+
+def test_masked_fill_replaces_what_it_fills_and_passes_the_rest_back() -> None:
+    from module5.functional import masked_fill
+
+    x = from_numpy(np.array([[1.0, np.nan], [np.inf, 4.0]]), FAST, requires_grad=True)
+    fill = np.array([False, True])  # broadcast over the rows
+    y = masked_fill(x, fill, -7.0)
+    np.testing.assert_array_equal(y.to_numpy(), [[1.0, -7.0], [np.inf, -7.0]])
+    (y * t(np.array([[2.0, 3.0], [4.0, 5.0]]))).sum().backward()
+    np.testing.assert_array_equal(x.grad.to_numpy(), [[2.0, 0.0], [4.0, 0.0]])
+    with pytest.raises(ShapeError, match=r"mask of shape \(3,\) does not broadcast to \(2, 2\)"):
+        masked_fill(x, np.ones(3, bool), 0.0)
 
 
 @pytest.mark.task5_2
@@ -221,9 +276,14 @@ def test_masked_scores_never_reach_the_exponential_as_infinity() -> None:
 # -- attention ---------------------------------------------------------------------------
 
 
-def np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+def np_attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, mask: np.ndarray | None = None
+) -> np.ndarray:
     scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
-    keep = causal_mask(q.shape[-2], k.shape[-2]) if causal else np.ones(scores.shape[-2:], bool)
+    t_, s_ = scores.shape[-2:]
+    keep = np.tril(np.ones((t_, s_), bool), k=s_ - t_) if causal else np.ones((t_, s_), bool)
+    if mask is not None:
+        keep = keep & mask
     return np_softmax(scores, np.broadcast_to(keep, scores.shape)) @ v
 
 
@@ -247,6 +307,52 @@ def test_attention_matches_numpy_over_batch_and_head_dimensions(dtype: type, cau
 
 
 @pytest.mark.task5_2
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_padding_mask_and_the_causal_mask_both_hold(dtype: type) -> None:
+    """A user's mask (padding: sequence 0's last two keys, sequence 1's first) with
+    ``causal=True``: an entry is kept only where both allow it (a padding mask must not
+    re-open the future), and a query left with no key gives 0."""
+    rng = np.random.default_rng(8)
+    q, k, v = rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 5, 3))
+    pad = np.ones((2, 1, 5), bool)
+    pad[0, 0, 3:] = False
+    pad[1, 0, 0] = False  # sequence 1's first query keeps no key at all
+    got = scaled_dot_product_attention(
+        t(q, dtype), t(k, dtype), t(v, dtype), causal=True, mask=pad
+    ).to_numpy()
+    want = np_attention(q, k, v, True, pad)
+    assert (want[1, 0] == 0.0).all()
+    tol = TOL[dtype] * 20
+    np.testing.assert_allclose(
+        got, want, rtol=tol, atol=tol, err_msg="causal and mask: keep where BOTH allow"
+    )
+
+
+@pytest.mark.task5_2
+@pytest.mark.parametrize("route", ["plain", "fused"])
+@pytest.mark.parametrize("shapes", [((2, 0, 4), (2, 0, 4), (2, 0, 3)),
+                                    ((0, 3, 4), (0, 3, 4), (0, 3, 3))],
+                         ids=["no queries", "empty batch"])  # fmt: skip
+def test_attention_of_nothing_is_empty(route: str, shapes: tuple[tuple[int, ...], ...]) -> None:
+    """``T = 0`` and an empty batch give an empty result of the right shape (on the
+    fused route too, where task 5.5 is done), and a backward that gives empty
+    gradients."""
+    q, k, v = (from_numpy(np.ones(s), FAST, requires_grad=True) for s in shapes)
+    with fused_route.plain_route() if route == "plain" else contextlib.nullcontext():
+        fused_route_was = fused_route._plain
+        if route == "fused":
+            fused_route._plain = 0
+        try:
+            for causal in (False, True):
+                y = scaled_dot_product_attention(q, k, v, causal=causal)
+                assert y.shape == (*shapes[0][:-1], shapes[2][-1])
+                y.sum().backward()
+                assert q.grad is not None and q.grad.shape == q.shape
+        finally:
+            fused_route._plain = fused_route_was
+
+
+@pytest.mark.task5_2
 @given(seed=st.integers(0, 2**16), n=st.integers(2, 7), at=st.integers(0, 5))
 @settings(max_examples=25)
 def test_attention_is_causal(seed: int, n: int, at: int) -> None:
@@ -260,8 +366,14 @@ def test_attention_is_causal(seed: int, n: int, at: int) -> None:
         a[:, at + 1 :] = rng.normal(scale=10.0, size=a[:, at + 1 :].shape)
     one = scaled_dot_product_attention(t(q), t(k), t(v), causal=True).to_numpy()
     two = scaled_dot_product_attention(t(q2), t(k2), t(v2), causal=True).to_numpy()
-    np.testing.assert_array_equal(one[:, : at + 1], two[:, : at + 1])
-    assert not np.allclose(one[:, at + 1 :], two[:, at + 1 :])
+    np.testing.assert_array_equal(
+        one[:, : at + 1], two[:, : at + 1],
+        err_msg=f"changing positions after {at} changed an output at or before it",
+    )  # fmt: skip
+    assert not np.allclose(one[:, at + 1 :], two[:, at + 1 :]), (
+        f"changing positions after {at} changed no output after it either: "
+        "does the attention read the queries, keys and values at all?"
+    )
 
 
 @pytest.mark.task5_2

@@ -178,6 +178,63 @@ def test_layer_norm_rows_backward_matches_numpy(dtype: type) -> None:
         )
 
 
+RACE_RUNS = 8
+"""How often the race tests run a kernel: a lost update shows in some runs, not all."""
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_layer_norm_backward_sums_over_rows_lose_nothing(dtype: type) -> None:
+    """``dweight`` and ``dbias`` sum over every row. Rows in parallel that all add into
+    the same ``n`` entries race: an update is lost now and then. Many rows and few
+    columns (the most collisions), run several times: every run must give the sums."""
+    rng = np.random.default_rng(5)
+    rows, n = 1 << 17, 4
+    x = rng.normal(size=(rows, n)).astype(dtype)
+    w, b = rng.normal(size=n).astype(dtype), rng.normal(size=n).astype(dtype)
+    out, m, s = np.empty_like(x), np.empty(rows), np.empty(rows)
+    layer_norm_rows(x, w, b, 1e-5, out, m, s)
+    d = rng.normal(size=(rows, n)).astype(dtype)
+    _, mean, rstd = np_layer_norm(x, w, b, 1e-5)
+    xhat = (x - mean[:, None]) * rstd[:, None]
+    want_w, want_b = (d * xhat).sum(0), d.astype(np.float64).sum(0)
+    bar = 4 * ULPS[dtype] * math.sqrt(rows) * 8  # rounding grows like sqrt(rows); one term ~1
+    for run in range(RACE_RUNS):
+        dx, dw, db = np.empty_like(x), np.zeros(n), np.zeros(n)
+        layer_norm_rows_backward(d, x, w, m, s, dx, dw, db)
+        for name, got, want in (("dweight", dw, want_w), ("dbias", db, want_b)):
+            err = float(np.abs(got - want).max())
+            assert err <= bar, (
+                f"run {run + 1} of {RACE_RUNS}: {name} is off the sum over {rows} rows by "
+                f"{err:.3g}: two threads adding into one entry lose updates (the chapter: "
+                "'No two threads add into one entry')"
+            )
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_attention_backward_sums_over_queries_lose_nothing(dtype: type) -> None:
+    """``dk`` and ``dv`` sum over the queries: queries in parallel that add into the
+    same key's row race. Two heads of 384 queries, run several times."""
+    rng = np.random.default_rng(6)
+    heads, t_, d = 2, 384, 8
+    q, k, v, g = (rng.normal(size=(heads, t_, d)).astype(dtype) for _ in range(4))
+    out, lse = np.empty_like(q), np.empty((heads, t_))
+    scale = 1 / math.sqrt(d)
+    causal_attention(q, k, v, out, lse, scale)
+    _, _, p = np_attention(q, k, v)
+    g64 = g.astype(np.float64)
+    want_dv = np.swapaxes(p, -1, -2) @ g64
+    dp = g64 @ np.swapaxes(v.astype(np.float64), -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
+    want_dk = np.swapaxes(ds, -1, -2) @ q.astype(np.float64)
+    for run in range(RACE_RUNS):
+        dq, dk, dv = (np.empty_like(a) for a in (q, k, v))
+        causal_attention_backward(q, k, v, out, lse, g, dq, dk, dv, scale)
+        for name, got, want in (("dk", dk, want_dk), ("dv", dv, want_dv)):
+            close(got, want, dtype, scale=16.0 * math.sqrt(t_),
+                  what=f"run {run + 1} of {RACE_RUNS}: {name} (a lost update from two "
+                  "threads adding into one key's row?)")  # fmt: skip
+
+
 # -- GELU -------------------------------------------------------------------------------
 
 C = math.sqrt(2 / math.pi)

@@ -53,3 +53,40 @@ def test_the_stub_error_turns_the_route_off_and_others_propagate(
     assert y.history is not None and y.history.last_fn is functional.GELUFun
     with fused_route.plain_route():
         np.testing.assert_allclose(y.to_numpy(), functional.gelu(x).to_numpy())
+
+
+def test_a_stubbed_kernel_says_nothing_and_a_written_one_keeps_its_warnings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Compiling the handout's stub of a ``parallel=True`` kernel makes Numba warn that
+    nothing ran in parallel: about code the student never touched, before task 5.5 is
+    begun. The route drops that warning when the stub raises, and shows a written
+    kernel's warnings."""
+    import warnings
+
+    from numba import njit
+
+    @njit(parallel=True, cache=False)
+    def stub(x: np.ndarray, out: np.ndarray) -> None:
+        raise NotImplementedError("Task 5.5: gelu_forward")
+
+    @njit(parallel=True, cache=False)
+    def serial(x: np.ndarray, out: np.ndarray) -> None:  # no prange: Numba warns
+        for i in range(x.size):
+            out[i] = x[i]
+
+    monkeypatch.setattr(fused_route, "use_fused", True)
+    monkeypatch.setattr(fused_route, "_proven", set())
+    monkeypatch.setattr(fused_route.kernels, "gelu_forward", stub)
+    x = t(np.linspace(-1.0, 1.0, 6))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert fused_route.gelu(x) is None
+    assert not fused_route.use_fused and seen == [], [str(w.message)[:80] for w in seen]
+    monkeypatch.setattr(fused_route, "use_fused", True)
+    monkeypatch.setattr(fused_route.kernels, "gelu_forward", serial)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        y = fused_route.gelu(x)
+    assert y is not None and np.array_equal(y.to_numpy(), x.to_numpy())
+    assert any("parallel=True" in str(w.message) for w in seen), seen

@@ -1,10 +1,12 @@
 """Stage 5's GPT (``module5/gpt.py``): shapes, the tied head, causality, the KV cache,
 generation, clear errors, and a few training steps that learn.
 
-Oracles: the model's own full forward for the KV cache (incremental decoding must give
-the same logits), NumPy for the pieces (a LayerNorm and a tied head recomputed by hand),
-central differences for a whole block's backward, and a text with a rule (a repeating
-pattern) that a few AdamW steps must learn well below the uniform guess's loss.
+Oracles: a whole GPT written in NumPy below (:func:`np_gpt`), run on the model's own
+weights after every parameter is drawn at random (so ``ln_1``, ``ln_2`` and ``ln_f``
+differ, and a block wired another way gives other logits); central differences of that
+NumPy forward for every parameter's gradient; the model's own full forward for the KV
+cache (decoding in chunks must give the same logits); and a text with a rule (a
+repeating pattern) that a few Adam steps must learn well below the uniform guess's loss.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from module1.grad_check import grad_check
 from module1.tensor import from_numpy
 from module1.tensor_data import ShapeError
 from module2.fast_ops import FastTensorBackend as FAST
+from module2.fast_optim import FastAdam
 from module4.losses import cross_entropy
 from module5.gpt import GPT, Block, GPTConfig, KVCache, MultiHeadAttention
-from module5.optim import AdamW, decay_groups
 
 pytestmark = pytest.mark.task5_3
 
@@ -33,6 +35,61 @@ def model(config: GPTConfig = SMALL, seed: int = 1) -> GPT:
 
 def tokens(shape: tuple[int, int], seed: int = 0, vocab: int = 13) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, vocab, shape)
+
+
+def randomize(module: object, seed: int) -> dict[str, np.ndarray]:
+    """Draw every parameter of ``module`` afresh (LayerNorm weights around 1, the rest
+    around 0, all distinct), keeping its dtype; return the values by name (float64)."""
+    rng = np.random.default_rng(seed)
+    values = {}
+    for name, p in module.named_parameters():  # type: ignore[attr-defined]
+        shape, dtype = p.value.shape, p.value.dtype
+        centre = 1.0 if name.endswith("weight") and len(shape) == 1 else 0.0
+        v = centre + rng.normal(scale=0.4, size=shape)
+        p.update(from_numpy(v.astype(dtype), p.value.backend))
+        values[name] = v.astype(dtype).astype(np.float64)
+    return values
+
+
+# -- the GPT in NumPy: the oracle of the wiring ------------------------------------------
+
+
+def np_layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    c = x - x.mean(-1, keepdims=True)
+    return c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5) * w + b
+
+
+def np_gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def np_attention(x: np.ndarray, p: dict[str, np.ndarray], pre: str, heads: int) -> np.ndarray:
+    b, t, c = x.shape
+    d = c // heads
+    qkv = x @ p[pre + "c_attn.weight"] + p[pre + "c_attn.bias"]
+    q, k, v = (a.reshape(b, t, heads, d).transpose(0, 2, 1, 3) for a in np.split(qkv, 3, -1))
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+    scores = np.where(np.tri(t, dtype=bool), scores, -np.inf)
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    y = (w / w.sum(-1, keepdims=True)) @ v
+    y = y.transpose(0, 2, 1, 3).reshape(b, t, c)
+    return y @ p[pre + "c_proj.weight"] + p[pre + "c_proj.bias"]
+
+
+def np_block(x: np.ndarray, p: dict[str, np.ndarray], pre: str, heads: int) -> np.ndarray:
+    """GPT-2's pre-LayerNorm block: ``x + attn(ln_1(x))``, then ``x + mlp(ln_2(x))``."""
+    ln = {i: (p[f"{pre}ln_{i}.weight"], p[f"{pre}ln_{i}.bias"]) for i in (1, 2)}
+    x = x + np_attention(np_layer_norm(x, *ln[1]), p, pre + "attn.", heads)
+    h = np_gelu(np_layer_norm(x, *ln[2]) @ p[pre + "mlp.c_fc.weight"] + p[pre + "mlp.c_fc.bias"])
+    return x + h @ p[pre + "mlp.c_proj.weight"] + p[pre + "mlp.c_proj.bias"]
+
+
+def np_gpt(p: dict[str, np.ndarray], idx: np.ndarray, config: GPTConfig) -> np.ndarray:
+    """Token plus position embeddings, the blocks, ``ln_f``, the tied head."""
+    x = p["wte.weight"][idx] + p["wpe.weight"][np.arange(idx.shape[1])]
+    for i in range(config.n_layer):
+        x = np_block(x, p, f"h{i}.", config.n_head)
+    return np_layer_norm(x, p["ln_f.weight"], p["ln_f.bias"]) @ p["wte.weight"].T
 
 
 def test_logits_have_one_row_per_position_and_the_head_is_the_token_table() -> None:
@@ -65,6 +122,58 @@ def test_the_tied_head_multiplies_by_the_token_table() -> None:
     assert np.abs(grad[np.setdiff1d(np.arange(13), idx)]).max() > 0  # the head reaches all rows
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_block_is_the_numpy_pre_layernorm_block(dtype: type) -> None:
+    """One Block with every parameter drawn at random: ``x + attn(ln_1(x))``, then
+    ``x + mlp(ln_2(x))`` (the MLP through ``ln_2``, not ``ln_1``; no LayerNorm after the
+    sum: that is the post-LN block of the 2017 transformer, not GPT-2's)."""
+    block = Block(16, 2, 0.0, 1, np.random.default_rng(0), FAST)
+    block.to(dtype)
+    params = randomize(block, seed=3)
+    x = np.random.default_rng(1).normal(size=(2, 5, 16))
+    got = block(from_numpy(x.astype(dtype), FAST)).to_numpy()
+    rtol = 1e-10 if dtype == np.float64 else 2e-4
+    np.testing.assert_allclose(got, np_block(x, params, "", 2), rtol=rtol, atol=rtol,
+                               err_msg="Block.forward against GPT-2's block in NumPy")  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_gpt_is_the_numpy_gpt(dtype: type) -> None:
+    """The whole model against :func:`np_gpt`, every parameter random: embeddings, two
+    blocks, the final LayerNorm, the tied head."""
+    gpt = model().to(dtype)
+    params = randomize(gpt, seed=4)
+    idx = tokens((3, 7), seed=9)
+    got = gpt(idx).to_numpy()
+    rtol = 1e-10 if dtype == np.float64 else 2e-4
+    np.testing.assert_allclose(got, np_gpt(params, idx, SMALL), rtol=rtol, atol=rtol,
+                               err_msg="GPT.forward against the GPT in NumPy")  # fmt: skip
+
+
+def test_every_parameter_gets_its_gradient() -> None:
+    """The gradient of a weighted sum of the logits for every parameter, against central
+    differences of the NumPy GPT at three entries of each: a parameter the forward
+    skips (``ln_2`` unused, ``ln_f`` missing) gets none, and says which."""
+    gpt = model()
+    params = randomize(gpt, seed=5)
+    idx = tokens((2, 6), seed=10)
+    weights = np.random.default_rng(11).normal(size=(2, 6, 13))
+    (gpt(idx) * from_numpy(weights, FAST)).sum().backward()
+    rng = np.random.default_rng(12)
+    for name, p in gpt.named_parameters():
+        assert p.value.grad is not None, f"{name} got no gradient"
+        grad = p.value.grad.to_numpy()
+        assert grad.shape == params[name].shape, f"{name}: gradient of shape {grad.shape}"
+        for flat in rng.choice(grad.size, min(3, grad.size), replace=False):
+            at = np.unravel_index(flat, grad.shape)
+            up, down = dict(params), dict(params)
+            up[name], down[name] = params[name].copy(), params[name].copy()
+            up[name][at] += 1e-6
+            down[name][at] -= 1e-6
+            slope = ((np_gpt(up, idx, SMALL) - np_gpt(down, idx, SMALL)) * weights).sum() / 2e-6
+            assert grad[at] == pytest.approx(slope, rel=1e-5, abs=1e-7), f"{name}{list(at)}"
+
+
 def test_the_model_is_causal_forward_and_backward() -> None:
     """Changing the tokens after position ``t`` changes no logit at or before ``t``, and
     a loss on positions up to ``t`` sends no gradient to later position embeddings."""
@@ -84,17 +193,25 @@ def test_the_model_is_causal_forward_and_backward() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_the_kv_cache_gives_the_full_forwards_logits(dtype: type) -> None:
+@pytest.mark.parametrize("chunks", [(3, 1, 1, 1, 1, 1), (2, 3, 3)], ids=["one at a time", "chunks"])
+def test_the_kv_cache_gives_the_full_forwards_logits(dtype: type, chunks: tuple[int, ...]) -> None:
+    """Decoding with a cache, a position at a time or several at once, gives the full
+    forward's logits. Chunks of several positions show the order of the cached keys
+    (new ones after the cached ones): one-position steps cannot, since attention does
+    not depend on the order of its keys."""
     gpt = model().to(dtype)
+    randomize(gpt, seed=6)
     idx = tokens((2, 8), seed=4)
     full = gpt(idx).to_numpy()
     cache = KVCache()
-    parts = [gpt(idx[:, :3], cache).to_numpy()]
-    for i in range(3, 8):
-        parts.append(gpt(idx[:, i : i + 1], cache).to_numpy())
-        assert cache.length == i + 1
-    rtol = 1e-12 if dtype == np.float64 else 1e-5
-    np.testing.assert_allclose(np.concatenate(parts, axis=1), full, rtol=rtol, atol=rtol)
+    parts, done = [], 0
+    for n in chunks:
+        parts.append(gpt(idx[:, done : done + n], cache).to_numpy())
+        done += n
+        assert cache.length == done
+    rtol = 1e-12 if dtype == np.float64 else 1e-4
+    got = np.concatenate(parts, axis=1)
+    np.testing.assert_allclose(got, full, rtol=rtol, atol=rtol, err_msg=f"KVCache, chunks {chunks}")
     assert [layer.k.shape for layer in cache.layers] == [(2, 2, 8, 8)] * 2
 
 
@@ -134,11 +251,35 @@ def test_past_block_size_the_cache_is_rebuilt_every_half_block(
     assert lengths == [3, 1, 1, 1, 1, 1, 4, *window, 4, *window, 4, 1, 1, 1]
 
 
+def greedy(gpt: GPT, context: np.ndarray, n: int) -> np.ndarray:
+    """The argmax of the last position's logits, ``n`` times (no cache)."""
+    out = context
+    for _ in range(n):
+        logits = gpt(out[:, -SMALL.block_size :]).to_numpy()[:, -1]
+        out = np.concatenate([out, logits.argmax(-1)[:, None]], axis=1)
+    return out
+
+
 def test_top_k_of_one_is_greedy() -> None:
     gpt = model()
-    context = tokens((1, 4), seed=6)
-    out = gpt.generate(context, 1, top_k=1, seed=3)
-    assert out[0, -1] == int(np.argmax(gpt(context).to_numpy()[0, -1]))
+    randomize(gpt, seed=7)
+    context = tokens((2, 4), seed=6)
+    np.testing.assert_array_equal(
+        gpt.generate(context, 6, top_k=1, seed=3), greedy(gpt, context, 6)
+    )
+
+
+def test_a_tiny_temperature_is_greedy() -> None:
+    """``softmax(logits / T)`` with ``T -> 0`` puts every chance on the largest logit
+    (multiplying by ``T`` instead would flatten it towards uniform)."""
+    gpt = model()
+    randomize(gpt, seed=8)
+    context = tokens((2, 3), seed=2)
+    got = gpt.generate(context, 6, temperature=1e-4, seed=5)
+    want = greedy(gpt, context, 6)
+    np.testing.assert_array_equal(got, want, err_msg="temperature=1e-4 is not greedy decoding")
+    hot = gpt.generate(np.repeat(context[:1], 64, axis=0), 1, temperature=1e3, seed=5)
+    assert len(np.unique(hot[:, -1])) > 5  # a high temperature spreads the draws
 
 
 def test_a_block_backward_matches_central_differences() -> None:
@@ -165,14 +306,15 @@ def test_bad_input_is_told_with_its_shapes() -> None:
         gpt(tokens((1, 4)), cache)
 
 
-def test_a_few_adamw_steps_learn_a_pattern() -> None:
+def test_a_few_adam_steps_learn_a_pattern() -> None:
     """``0 1 2 ... 6 0 1 2 ...``: each token determines the next, so the loss can fall
-    far below the uniform guess's ``log 7``."""
+    far below the uniform guess's ``log 7``. (Stage 2's Adam, not task 5.4's AdamW: a
+    test of task 5.3 needs no later task.)"""
     config = GPTConfig(vocab_size=7, block_size=8, n_layer=1, n_head=2, n_embd=16)
     gpt = GPT(config, seed=0)
     stream = np.arange(200) % 7
     rng = np.random.default_rng(0)
-    opt = AdamW(decay_groups(gpt, 0.1), lr=1e-2)
+    opt = FastAdam(gpt.parameters(), lr=1e-2)
     losses = []
     for _ in range(40):
         starts = rng.integers(0, len(stream) - 9, 8)

@@ -82,6 +82,36 @@ def test_clipping_scales_every_gradient_by_the_global_norm() -> None:
     np.testing.assert_allclose(params[1].value.grad.to_numpy(), gs[1] / total, rtol=1e-5)
 
 
+def test_clipping_scales_a_gradient_that_is_a_view() -> None:
+    """A gradient that is not contiguous (a transposed view, as a backward may leave
+    it) is scaled like any other, and counts in the norm."""
+    rng = np.random.default_rng(2)
+    g0, g1 = rng.normal(size=(4, 3)), rng.normal(size=5)
+    params = [Parameter(from_numpy(np.zeros((3, 4)), FAST, requires_grad=True)),
+              Parameter(from_numpy(np.zeros(5), FAST, requires_grad=True))]  # fmt: skip
+    params[0].value.grad = from_numpy(g0, FAST).permute(1, 0)  # a view: strides (1, 3)
+    params[1].value.grad = from_numpy(g1, FAST)
+    assert not params[0].value.grad._tensor.is_contiguous()
+    total = math.sqrt(float((g0**2).sum() + (g1**2).sum()))
+    assert clip_grad_norm_(params, 0.5) == pytest.approx(total, rel=1e-12)
+    scale = 0.5 / (total + 1e-6)
+    np.testing.assert_allclose(params[0].value.grad.to_numpy(), g0.T * scale, rtol=1e-12,
+                               err_msg="the transposed gradient was not scaled")  # fmt: skip
+    np.testing.assert_allclose(params[1].value.grad.to_numpy(), g1 * scale, rtol=1e-12)
+
+
+def test_clipping_to_zero_zeroes_and_a_negative_bar_is_refused() -> None:
+    """``max_norm = 0`` scales every gradient to 0 (as ``torch.nn.utils.clip_grad_norm_``);
+    a missing gradient is skipped; a negative bar is a mistake."""
+    params = [Parameter(from_numpy(np.zeros(3), FAST, requires_grad=True)) for _ in range(2)]
+    params[0].value.grad = from_numpy(np.array([3.0, 0.0, -4.0]), FAST)
+    assert clip_grad_norm_(params, 0.0) == pytest.approx(5.0)
+    np.testing.assert_array_equal(params[0].value.grad.to_numpy(), 0.0)
+    assert params[1].value.grad is None
+    with pytest.raises(ValueError, match="max_norm must be at least 0, got -1"):
+        clip_grad_norm_(params, -1.0)
+
+
 def test_the_cosine_schedule_warms_up_then_falls_to_its_floor() -> None:
     lrs = [cosine_lr(s, 1.0, 10, 110, 0.1) for s in range(120)]
     assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)

@@ -45,6 +45,33 @@ def test_a_batch_is_windows_and_their_next_tokens() -> None:
         get_batch(data[:10], 1, 10, np.random.default_rng(0))
 
 
+@pytest.mark.task5_4
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_windows_start_where_the_contract_draws_them(seed: int) -> None:
+    """The README's contract, as the graded check holds it: the starts are one call,
+    ``rng.integers(0, len(data) - block_size, size=batch_size)``, in that order (not
+    ``rng.choice``, not one draw per row)."""
+    data = np.random.default_rng(seed).integers(0, 50, 47)
+    x, y = get_batch(data, 5, 8, np.random.default_rng(100 + seed))
+    starts = np.random.default_rng(100 + seed).integers(0, 47 - 8, size=5)
+    want = np.stack([data[s : s + 8] for s in starts])
+    np.testing.assert_array_equal(x, want, err_msg=f"windows starting at {starts.tolist()}")
+    np.testing.assert_array_equal(y, np.stack([data[s + 1 : s + 9] for s in starts]))
+    assert x.dtype == y.dtype == np.int64
+
+
+@pytest.mark.task5_4
+def test_the_last_start_is_the_last_that_leaves_a_target() -> None:
+    """With ``block_size + 1`` tokens the only start is 0 (a window and its next
+    tokens); with ``block_size + 2``, 0 and 1 both come up. A start one further would
+    read past the end."""
+    data = np.arange(9)
+    x, y = get_batch(data, 200, 8, np.random.default_rng(0))
+    assert (x == data[:8]).all() and (y == data[1:]).all()
+    x, _ = get_batch(np.arange(10), 200, 8, np.random.default_rng(0))
+    assert set(x[:, 0].tolist()) == {0, 1}
+
+
 def test_the_bundled_works_and_their_split() -> None:
     works = load_works()
     assert len(works) == 42 and "hamlet" in works

@@ -51,3 +51,15 @@ def test_the_attention_map_is_causal_rows_of_probabilities() -> None:
     assert weights.shape == (5, 5)
     np.testing.assert_allclose(weights.sum(1), 1.0, rtol=1e-12)
     assert (weights[np.triu_indices(5, 1)] == 0.0).all()
+
+
+def test_the_main_job_trains_the_gpt_once_stage_5_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m project`` takes the latest stage whose required tasks are done: here
+    (the reference) stage 5's GPT, with the arguments it was given."""
+    import project.__main__ as main_job
+
+    called: list[list[str]] = []
+    monkeypatch.setattr(train_gpt, "main", lambda argv: called.append(list(argv)) or 0)
+    assert main_job.main(["--iters", "3"]) == 0
+    assert called == [["--iters", "3"]]
+    assert main_job.JOBS[0][2] == "project.train_gpt" and 5 in main_job.JOBS[0][0]

@@ -110,12 +110,19 @@ def test_a_convolution_runs_on_rounded_operands(name: str) -> None:
     _ulp_close(y1.to_numpy(), _r(want1, name), name)
 
 
-@both
+@given
 def test_fused_attention_runs_on_rounded_operands(name: str) -> None:
+    """Task 5.5's fused attention as one listed operation: operands rounded once, the
+    result once. Not a test of task 6.3 (whose tests need no optional task): it needs
+    5.5's ``causal_attention``, and skips, saying so, while that is a stub."""
+    from module5 import fused_route
+
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((2, 2, 5, 4)) for _ in range(3))
     with autocast(name):
         y = scaled_dot_product_attention(_t(q), _t(k), _t(v), causal=True)
+    if not fused_route.use_fused:
+        pytest.skip("needs task 5.5's causal_attention (module5/fused.py), still a stub")
     want = scaled_dot_product_attention(*(_t(_r(z, name), False) for z in (q, k, v)), causal=True)
     _ulp_close(y.to_numpy(), _r(want.to_numpy(), name), name)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from module6.ddp import DistributedSampler, make_buckets, shard
+from module6.ddp import BUCKET_BYTES, DistributedSampler, make_buckets, shard
 from tests.module6 import threads
 from tests.module6.mpi import failure, run_ranks
 
@@ -53,14 +53,19 @@ def _bag(rank: int, dtype: type) -> object:
 @pytest.mark.task6_2
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_broadcast_and_sync_on_thread_ranks_without_mpi(ranks: int, dtype: type) -> None:
+@pytest.mark.parametrize("bucket_bytes", [40, BUCKET_BYTES], ids=["small buckets", "default"])
+def test_broadcast_and_sync_on_thread_ranks_without_mpi(
+    ranks: int, dtype: type, bucket_bytes: int
+) -> None:
     """In this process, ranks as threads: rank 0's values everywhere, and each gradient
-    (one missing on rank 1) replaced by the mean over the ranks, in its own dtype."""
+    (one missing on rank 1) replaced by the mean over the ranks, in its own dtype. With
+    the default bucket size every parameter shares one bucket, so the missing gradient
+    sits in its middle: the later ones must keep their offsets."""
     from module1.tensor import from_numpy
     from module6.ddp import DistributedDataParallel
 
     def rank_body(comm: threads.ThreadComm) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        ddp = DistributedDataParallel(_bag(comm.Get_rank(), dtype), comm, bucket_bytes=40)
+        ddp = DistributedDataParallel(_bag(comm.Get_rank(), dtype), comm, bucket_bytes)
         ddp.all_reduce = threads.thread_sum  # MPI's role, so task 6.1 is not needed
         params = list(ddp.parameters())
         for i, p in enumerate(params):

@@ -80,9 +80,18 @@ def test_the_ring_sends_point_to_point_messages_round_the_ring(ranks: int) -> No
         sends, receives, sent, received, to_right, from_left = counts.T
         steps, longest = 2 * (ranks - 1), -(-n // ranks) * 8
         each_way = (sends == receives).all() and (sends == steps).all()
-        assert each_way or (n == 0 and not sends.any()), (ranks, n, counts)
-        assert to_right.all() and from_left.all(), (ranks, n)
-        assert (sent <= steps * longest).all() and sent.sum() == received.sum(), (ranks, n)
+        where = f"{ranks} ranks, a buffer of {n}"
+        assert each_way or (n == 0 and not sends.any()), (
+            f"{where}: ranks sent {sends.tolist()} and received {receives.tolist()} "
+            f"messages; a ring sends 2 (K - 1) = {steps} each way (K - 1 steps to "
+            "reduce-scatter, K - 1 to all-gather)"
+        )
+        assert to_right.all() and from_left.all(), (
+            f"{where}: each rank sends to its right neighbour only, receives from its left"
+        )
+        assert (sent <= steps * longest).all() and sent.sum() == received.sum(), (
+            f"{where}: bytes sent {sent.tolist()}, at most {steps} chunks of {longest} each"
+        )
 
 
 def test_ring_on_one_rank_leaves_the_buffer_as_it_is() -> None:

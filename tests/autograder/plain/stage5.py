@@ -45,8 +45,7 @@ MASKED_SOFTMAX = """
 if keep is None:
     keep = np.ones(x.shape[-1:], dtype=bool)
 ones = from_numpy(keep.astype(x.dtype), x.backend)
-fill = from_numpy(np.where(keep, 0.0, MASKED).astype(x.dtype), x.backend)
-scores = x * ones + fill
+scores = masked_fill(x, ~keep, MASKED)
 biggest = scores.detach().max(-1, keepdim=True)
 e = (scores - biggest).exp() * ones
 nothing_kept = np.broadcast_to(keep, x.shape).sum(-1, keepdims=True) == 0
