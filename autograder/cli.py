@@ -12,11 +12,11 @@ minitorch gradescope-bundle OUT.zip   build a Gradescope autograder
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,6 +83,26 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def say(console: Console, text: str, label: str = "", style: str = "") -> None:
+    """Print ``text`` exactly as it is, after ``label`` (our own words) in ``style``.
+    Everything that is not our own markup goes through here (or :func:`literal`):
+    exception messages, test output, paths, what a subprocess printed, log lines. As
+    markup, ``pip install -e ".[dist]"`` would lose its ``[dist]``, a ``[red]`` in a
+    test's output would colour what follows, and ``:warning:`` would become an emoji;
+    :func:`rich.markup.escape` leaves the emoji codes and doubles a trailing backslash."""
+    line = Text()
+    if label:
+        line.append(label, style=style)
+        line.append(" ")
+    line.append(text)
+    console.print(line)
+
+
+def literal(console: Console) -> Callable[[str], None]:
+    """A ``log`` that prints each line exactly as it is (:func:`say`)."""
+    return lambda line: say(console, line)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; Ctrl-C (or SIGTERM) stops it, and every process it started,
     with one line and exit status 130 (143 for SIGTERM)."""
@@ -114,7 +134,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         problem = other_tree_message(Path.cwd())
         if problem:
-            console.print(f"[red]minitorch {args.command}:[/] {escape(problem)}", soft_wrap=True)
+            say(console, problem, f"minitorch {args.command}:", "red")
             return 2
     if args.command == "status":
         from autograder.status import RunLimits, run_status
@@ -135,14 +155,15 @@ def _main(argv: Sequence[str] | None) -> int:
 
         try:
             release(args.out_dir, args.through, force=args.force, check=args.verify,
-                    log=console.print)  # fmt: skip
+                    log=literal(console))  # fmt: skip
         except ReleaseError as exc:
-            console.print(f"[red]release refused:[/] {exc}")
+            say(console, str(exc), "release refused:", "red")
             return 1
         if args.verify:
-            console.print(f"[green]handout written and verified:[/] {args.out_dir}")
+            say(console, str(args.out_dir), "handout written and verified:", "green")
         else:
-            console.print(f"[yellow]handout written, NOT verified (--no-verify):[/] {args.out_dir}")
+            say(console, str(args.out_dir), "handout written, NOT verified (--no-verify):",
+                "yellow")  # fmt: skip
         return 0
     if args.command == "grade":
         from autograder.grade import Limits, grade_to
@@ -152,14 +173,17 @@ def _main(argv: Sequence[str] | None) -> int:
         report = grade_to(
             args.submission, args.out, stage=args.stage,
             reference_prerequisites=args.reference_prerequisites, limits=limits,
-            log=console.print, task_ids=args.tasks, unsafe_no_sandbox=args.unsafe_no_sandbox,
+            log=literal(console), task_ids=args.tasks,
+            unsafe_no_sandbox=args.unsafe_no_sandbox,
         )  # fmt: skip
-        console.print((args.out / "summary.md").read_text(encoding="utf-8"))
+        say(console, (args.out / "summary.md").read_text(encoding="utf-8"))
         if "SandboxUnavailable:" in report.grader_error:
-            console.print(f"[red]no grade issued:[/] {report.grader_error}")
+            say(console, report.grader_error, "no grade issued:", "red")
             return 2
-        console.print(f"score {report.score:g} / {report.max_score:g}; results in {args.out}")
-        return 1 if report.grader_error else 0
+        say(console, f"score {report.score:g} / {report.max_score:g}; results in {args.out}")
+        for line in report.not_graded_lines():  # last, where it is seen
+            say(console, line, "!", "bold yellow")
+        return 1 if report.grader_error or report.not_graded else 0
     if args.command == "gradescope-bundle":
         from autograder.bundle import build_gradescope_bundle
         from autograder.release import ReleaseError
@@ -170,9 +194,9 @@ def _main(argv: Sequence[str] | None) -> int:
                 reference_prerequisites=args.reference_prerequisites,
             )  # fmt: skip
         except (ReleaseError, ValueError) as exc:
-            console.print(f"[red]bundle not built:[/] {exc}")
+            say(console, str(exc), "bundle not built:", "red")
             return 1
-        console.print(f"Gradescope autograder written to {path}")
+        say(console, str(path), "Gradescope autograder written to")
         return 0
     raise AssertionError(args.command)
 

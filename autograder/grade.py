@@ -9,7 +9,12 @@ How a submission is graded (the threat model is in ``autograder/README.md``):
    the grader's own file) of at most 1 MiB; a missing or refused file gets its handout
    stub. With ``reference_prerequisites`` the declared files of stages below the graded
    one come from the reference instead.
-2. A seed is drawn for this grade, and the isolation tier probed
+2. Before anything runs, a task whose checks need a tool that is missing where the
+   grader runs (``Task.needs``: MPI for 6.1 and 6.2, the ``dist`` extra) is set aside:
+   it is reported as *not graded* (score 0, every format saying so, with the command
+   that installs the tool), never as failed, and runs no check, not even the
+   reference's; every other task is graded as below.
+   A seed is drawn for this grade, and the isolation tier probed
    (:mod:`autograder.sandbox`: a bubblewrap sandbox, or a dedicated unprivileged user
    where namespaces are refused). A task that asks for the student's own loops and
    whose code does library work is not credited (:mod:`autograder.own_work`); every
@@ -37,6 +42,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import stat
 import sys
@@ -65,7 +71,7 @@ from autograder.own_work import library_work
 from autograder.paths import ROOT, available_tasks, course_tasks, repo_files
 from autograder.private import bytecode_env
 from autograder.regions import find_regions, stub_text
-from autograder.task import Task
+from autograder.task import MissingTool, Task, missing_tools
 
 MAX_FILE_BYTES = 1 << 20
 
@@ -99,6 +105,12 @@ class TaskScore:
     """The end of what the task's sandboxed run printed, when it ended early."""
     timings: list[tuple[str, str]] = field(default_factory=list)
     """Timed checks whose answers were right: check id -> their times and bar."""
+    not_graded: str = ""
+    """Why the task was not graded here, and how to have it graded ("" when it was): a
+    tool its checks need is missing where the grader runs. It scores 0 with no check
+    run, which says nothing about the submission."""
+    skipped_ids: list[str] = field(default_factory=list)
+    """The checks not run because the task was not graded here."""
 
     @property
     def max_score(self) -> float:
@@ -106,9 +118,15 @@ class TaskScore:
 
     @property
     def status(self) -> str:
+        """``passed``, ``failed``, or ``not graded``."""
+        if self.not_graded:
+            return "not graded"
         return "passed" if self.total and self.passed == self.total else "failed"
 
     def report(self) -> str:
+        if self.not_graded:
+            return (f"NOT GRADED here: {self.not_graded}. No check of this task ran: its 0 "
+                    "says nothing about the submission.")  # fmt: skip
         lines = [f"{self.passed}/{self.total} checks passed."]
         if self.problem:
             lines.append(f"Problem: {self.problem}")
@@ -155,6 +173,10 @@ class GradeReport:
     """How the submission's code was isolated (:attr:`sandbox.Isolation.label`)."""
     leftovers: list[str] = field(default_factory=list)
     """What the cleanup after the grade's runs could not remove (empty: nothing)."""
+    missing: list[MissingTool] = field(default_factory=list)
+    """Tools that tasks' checks need and this grader lacks: those tasks were not graded."""
+    root: Path = ROOT
+    """The grader's tree (where a missing tool is installed from)."""
 
     @property
     def score(self) -> float:
@@ -163,6 +185,52 @@ class GradeReport:
     @property
     def max_score(self) -> float:
         return float(sum(s.max_score for s in self.scores))
+
+    @property
+    def not_graded(self) -> list[TaskScore]:
+        """The tasks that were not graded here (:attr:`TaskScore.not_graded`)."""
+        return [s for s in self.scores if s.not_graded]
+
+    def not_graded_lines(self) -> list[str]:
+        """What the report says first when tasks were not graded: which, why, and how to
+        have them graded (none when every task was graded)."""
+        skipped = self.not_graded
+        if not skipped:
+            return []
+        points = sum(s.max_score for s in skipped)
+        ids = ", ".join(s.task.id for s in skipped)
+        lines = [f"NOT GRADED here: task{'s' if len(skipped) > 1 else ''} {ids} "
+                 f"({points:g} of {self.max_score:g} points). They show 0 because they were "
+                 "not graded, not because of the submission."]  # fmt: skip
+        for gap in self.missing:
+            them = "it" if len(gap.tasks) == 1 else "them"
+            lines.append(
+                f"{gap.task_ids.capitalize()} need{'s' if len(gap.tasks) == 1 else ''} "
+                f"{gap.tool.name}, which the grader's Python ({sys.executable}) lacks: "
+                f"{gap.why}. To grade {them}, install it ({gap.tool.install}) into that "
+                f"Python and grade again: {install_command(gap, self.root)} "
+                f"({' '.join(f'--task {t.id}' for t in gap.tasks)} grades only {them})."
+            )
+        return lines
+
+
+def install_command(gap: MissingTool, root: Path) -> str:
+    """The command that installs a missing tool into the grader's Python, from its tree."""
+    install = gap.tool.install
+    if install.startswith("pip "):  # this Python's pip, whatever ``pip`` is on the PATH
+        install = f"{shlex.quote(sys.executable)} -m {install}"
+    return f"cd {shlex.quote(str(root))} && {install}"
+
+
+def not_graded_why(gap: MissingTool) -> str:
+    """A task's :attr:`TaskScore.not_graded`: the tool, what of it is missing, the install."""
+    return f"needs {gap.tool.name} ({gap.why}): {gap.tool.install} in the grader's environment"
+
+
+def not_graded(task: Task, checks: Sequence[Check], gap: MissingTool) -> TaskScore:
+    """The score of a task whose checks need a tool this grader lacks: none run."""
+    return TaskScore(task=task, total=len(checks), not_graded=not_graded_why(gap),
+                     skipped_ids=[c.id for c in checks])  # fmt: skip
 
 
 CHECK_RUNTIME = ("autograder/__init__.py", "autograder/checks.py", "tests/__init__.py")
@@ -325,9 +393,14 @@ def require_reference(root: Path, tasks: Sequence[Task]) -> None:
                 )
 
 
+CHECK_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""The PATH of a check run (the reference's and the submission's): a program a task's
+checks start (``mpiexec``) is found beside the grader's Python or there."""
+
+
 def _check_env(tree: str, cache: str, seconds: float) -> dict[str, str]:
     env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PATH": CHECK_PATH,
         "LANG": "C.UTF-8",
         "HOME": "/tmp/home",
         "TMPDIR": "/tmp",
@@ -655,6 +728,12 @@ def grade(
     require_reference(root, tasks)
     if reference_prerequisites:
         require_reference(root, [t for t in available_tasks(root) if t.stage < (stage or 0)])
+    # Before anything runs: a task whose checks need a tool that is missing here (MPI)
+    # is not graded, and said so; every other task is graded as usual.
+    missing = missing_tools(tasks, CHECK_PATH)
+    if log is not None:
+        for gap in missing:
+            log(f"not graded here: {gap.task_ids}: {not_graded_why(gap)}")
     notes: list[str] = []
     if unsafe_no_sandbox:
         isolation = sandbox.Isolation(sandbox.NONE)
@@ -696,8 +775,11 @@ def grade(
         # Notes on missing files: of the graded stages only (--task 1.1: stages 0-1).
         upto = stage if stage is not None else max(t.stage for t in tasks)
         notes += build_workspace(submission, root, workspace, upto, reference_prerequisites)
+        for gap in missing:
+            for task in gap.tasks:
+                scores.setdefault(task.id, not_graded(task, checks[task.id], gap))
         for task in tasks:  # library work scores 0 without running a check
-            if uses := library_work_of(task, workspace, root):
+            if task.id not in scores and (uses := library_work_of(task, workspace, root)):
                 if log is not None:
                     log(f"task {task.id}: not credited (library work: {uses[0]})")
                 scores[task.id] = not_credited(task, checks[task.id], uses)
@@ -726,7 +808,7 @@ def grade(
     ordered = [scores[t.id] for t in tasks]
     return GradeReport(
         scores=ordered, seconds=time.monotonic() - start, notes=notes,
-        isolation=isolation.label, leftovers=leftovers,
+        isolation=isolation.label, leftovers=leftovers, missing=missing, root=root,
     )  # fmt: skip
 
 
@@ -751,7 +833,27 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _gradescope_test(s: TaskScore) -> dict[str, object]:
+    test: dict[str, object] = {
+        "name": f"Task {s.task.id}: {s.task.title}",
+        "number": s.task.id,
+        "score": s.score,
+        "max_score": s.max_score,
+        "status": s.status,
+        "output": s.report(),
+        "output_format": "text",
+        "visibility": "visible",
+    }
+    if s.not_graded:  # Gradescope knows "passed" and "failed" only: neither is true
+        test["name"] = f"{test['name']} (NOT GRADED here)"
+        del test["status"]
+        test["extra_data"] = {"not_graded": s.not_graded}
+    return test
+
+
 def gradescope_json(report: GradeReport) -> dict[str, object]:
+    """Gradescope's ``results.json``; tasks not graded here (:attr:`TaskScore.not_graded`)
+    are named so, carry no status, and are listed under ``not_graded``."""
     return {
         "score": report.score,
         "max_score": report.max_score,
@@ -764,24 +866,14 @@ def gradescope_json(report: GradeReport) -> dict[str, object]:
         "cleanup": "FAILED: " + "; ".join(report.leftovers[:20])
         if report.leftovers
         else "complete",
-        "tests": [
-            {
-                "name": f"Task {s.task.id}: {s.task.title}",
-                "number": s.task.id,
-                "score": s.score,
-                "max_score": s.max_score,
-                "status": s.status,
-                "output": s.report(),
-                "output_format": "text",
-                "visibility": "visible",
-            }
-            for s in report.scores
-        ],
+        "not_graded": [{"task": s.task.id, "why": s.not_graded} for s in report.not_graded],
+        "tests": [_gradescope_test(s) for s in report.scores],
     }
 
 
 def classroom_json(report: GradeReport) -> dict[str, object]:
-    """The shape GitHub Classroom's autograding reporter reads (version 1)."""
+    """The shape GitHub Classroom's autograding reporter reads (version 1): a task not
+    graded here is an ``error`` (the grader's), not a ``fail``."""
     return {
         "version": 1,
         "status": "pass" if report.score == report.max_score else "fail",
@@ -789,7 +881,7 @@ def classroom_json(report: GradeReport) -> dict[str, object]:
         "tests": [
             {
                 "name": f"Task {s.task.id}: {s.task.title}",
-                "status": "pass" if s.status == "passed" else "fail",
+                "status": {"passed": "pass", "not graded": "error"}.get(s.status, "fail"),
                 "score": s.score,
                 "message": s.report(),
                 "test_code": f"minitorch test {s.task.id}",
@@ -806,6 +898,15 @@ def junit_xml(report: GradeReport) -> str:
     total = sum(s.total for s in report.scores)
     suites = ET.Element("testsuites", name="minitorch", tests=str(total))
     for s in report.scores:
+        if s.not_graded:  # every check skipped, with the reason
+            suite = ET.SubElement(
+                suites, "testsuite", name=f"Task {s.task.id}: {s.task.title}",
+                tests=str(s.total), failures="0", skipped=str(s.total), time="0.000",
+            )  # fmt: skip
+            for nodeid in s.skipped_ids:
+                case = ET.SubElement(suite, "testcase", classname=s.task.marker, name=nodeid)
+                ET.SubElement(case, "skipped", message=f"not graded here: {s.not_graded}")
+            continue
         suite = ET.SubElement(
             suites, "testsuite", name=f"Task {s.task.id}: {s.task.title}", tests=str(s.total),
             failures=str(s.total - s.passed), time=f"{s.seconds:.3f}",
@@ -824,6 +925,8 @@ def junit_xml(report: GradeReport) -> str:
 def _problem_cell(score: TaskScore, width: int = 200) -> str:
     """What went wrong with a task, for one table cell: the run's problem, else its first
     failing check (and how many more), so no failed task has a blank cell."""
+    if score.not_graded:
+        return f"NOT GRADED here: {score.not_graded}".replace("|", "/")
     text = score.problem
     if not text and score.failures:
         check_id, message = score.failures[0]
@@ -834,17 +937,15 @@ def _problem_cell(score: TaskScore, width: int = 200) -> str:
 
 
 def summary_markdown(report: GradeReport) -> str:
-    lines = [
-        f"# Grade: {report.score:g} / {report.max_score:g}",
-        "",
-        "| task | title | score | checks passed | problem |",
-        "|---|---|---:|---:|---|",
-    ]
+    lines = [f"# Grade: {report.score:g} / {report.max_score:g}", ""]
+    if report.not_graded:
+        lines += [f"**{line}**" if i == 0 else line
+                  for i, line in enumerate(report.not_graded_lines())] + [""]  # fmt: skip
+    lines += ["| task | title | score | checks passed | problem |", "|---|---|---:|---:|---|"]
     for s in report.scores:
-        lines.append(
-            f"| {s.task.id} | {s.task.title} | {s.score:g} / {s.max_score:g} | "
-            f"{s.passed}/{s.total} | {_problem_cell(s)} |"
-        )
+        score = "not graded" if s.not_graded else f"{s.score:g} / {s.max_score:g}"
+        passed = "-" if s.not_graded else f"{s.passed}/{s.total}"
+        lines.append(f"| {s.task.id} | {s.task.title} | {score} | {passed} | {_problem_cell(s)} |")
     timed = [f"- {check}: {times}" for s in report.scores for check, times in s.timings]
     if timed:
         lines += ["", "Timed checks:", *timed]

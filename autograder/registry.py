@@ -12,7 +12,12 @@ course, ``tests/autograder/toy``) is its own ``TASKS``.
 
 from __future__ import annotations
 
-from autograder.task import Task, find_task
+from autograder.task import Task, Tool, find_task
+
+MPI = Tool("MPI", install='pip install -e ".[dist]"', modules=("mpi4py",), programs=("mpiexec",))
+"""Stage 6's ranks: mpi4py and MPICH's ``mpiexec``, from the package registry (the
+``dist`` extra). Tasks 6.1 and 6.2's checks and tests start ranks; without it they are
+not graded (``minitorch grade``) and their tests skip."""
 
 TASKS: tuple[Task, ...] = (
     Task(
@@ -425,6 +430,7 @@ TASKS: tuple[Task, ...] = (
         files=("module6/distributed.py",),
         functions=("module6.distributed:ring_all_reduce",),
         own_work="messages",
+        needs=(MPI,),
     ),
     Task(
         id="6.2",
@@ -436,6 +442,7 @@ TASKS: tuple[Task, ...] = (
             "module6.ddp:DistributedDataParallel.sync_gradients",
             "module6.ddp:DistributedSampler.indices",
         ),
+        needs=(MPI,),
     ),
     Task(
         id="6.3",

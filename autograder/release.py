@@ -13,8 +13,11 @@ tooling in the handout ignores the registry's tasks whose package is absent, so
 ``minitorch status`` shows only what was released. Release the next stages later into a
 fresh folder and hand students the new packages.
 
-Before it reports success the release verifies the handout, and fails with a message
-naming the task, file and test when any check does not hold:
+Before it starts, a verified release checks that what the verification needs is here
+(:func:`check_prerequisites`: pytest and Hypothesis, and every tool a released task
+needs, such as stage 6's MPI) and refuses at once, naming the install command, where it
+is not. Before it reports success the release verifies the handout, and fails with a
+message naming the task, file and test when any check does not hold:
 
 1. no solution marker and no region's solution text is left in the handout;
 2. every region names a registry task that lists its file, and every released task has a
@@ -54,7 +57,7 @@ from autograder.paths import ROOT, available_tasks, course_tasks, repo_files, te
 from autograder.private import bytecode_env, checked, private_folder
 from autograder.regions import BEGIN, END, RegionError, find_regions, omitted_names, stub_text
 from autograder.runner import RunResult, TestResult, merge_runs, run_pytest
-from autograder.task import Task
+from autograder.task import MissingTool, Task, Tool, missing_tools
 
 _NOT_RUN = TestResult("", "error", message="did not run")
 
@@ -557,6 +560,8 @@ def verify_grading(
     total = sum(s.total for s in stubs.scores)
     failing = [f"  {check}: {why}" for s in full.scores for check, why in s.failures]
     failing += [f"  task {s.task.id}: {s.problem}" for s in full.scores if s.problem]
+    failing += [f"  task {s.task.id}: NOT GRADED here: {s.not_graded}" for s in full.scores
+                if s.not_graded]  # fmt: skip
     if failing or full.score != full.max_score:
         raise ReleaseError(
             f"the reference does not get full marks from minitorch grade in the released "
@@ -587,6 +592,40 @@ def check_reached(
             )
 
 
+VERIFY_NEEDS = Tool("the dev extra (pytest, Hypothesis)", install='pip install -e ".[dev]"',
+                    modules=("pytest", "hypothesis"))  # fmt: skip
+"""What the verification itself needs: it runs the graded tests."""
+
+
+def check_prerequisites(tasks: tuple[Task, ...], root: Path = ROOT) -> None:
+    """Refuse at once (ReleaseError) where the verification of ``tasks`` cannot succeed
+    here: a tool a released task's tests and checks need (:attr:`Task.needs`: MPI for
+    stage 6) or the verification itself needs is missing. The message names what is
+    missing and the command that installs it, and the other ways out (an earlier
+    ``--through``, ``--no-verify``). Without this, the release ran for minutes and then
+    failed on the skipped tests of the tasks whose tool was missing."""
+    from autograder.grade import CHECK_PATH, install_command
+
+    # A program must be found both by the tests (this PATH) and by the checks (theirs).
+    gaps = missing_tools(tasks, CHECK_PATH) or missing_tools(tasks)
+    if (why := VERIFY_NEEDS.missing()) or gaps:
+        gap = MissingTool(VERIFY_NEEDS, why, tasks) if why else gaps[0]
+        if why:
+            needed = "the verification runs the graded tests with it"
+        else:
+            needed = f"the tests and graded checks of {gap.task_ids} need it"
+        way_out = ""
+        first = min(t.stage for t in gap.tasks) if gap.tasks else 0
+        if not why and first > 0:
+            way_out = f"; or release only the stages before {first}: --through {first - 1}"
+        raise ReleaseError(
+            f"the verification cannot run here: {gap.tool.name} is missing ({gap.why}), and "
+            f"{needed}. Install it ({gap.tool.install}) into this Python and release again: "
+            f"{install_command(gap, root)}{way_out}; or write a copy for yourself, not "
+            "verified and never for handing out: --no-verify"
+        )
+
+
 def release(
     out_dir: Path,
     through: int | None = None,
@@ -600,6 +639,11 @@ def release(
     Refuses a non-empty ``out_dir`` unless ``force``; the folder is then replaced.
     """
     out_dir = out_dir.resolve()
+    if check:  # before anything is written or removed
+        check_prerequisites(
+            tuple(t for t in available_tasks(root) if through is None or t.stage <= through),
+            root,
+        )
     if out_dir == root.resolve() or root.resolve().is_relative_to(out_dir):
         raise ReleaseError(f"refusing to release into {out_dir}: it contains the reference")
     if out_dir.exists() and any(out_dir.iterdir()):

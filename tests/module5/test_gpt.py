@@ -296,6 +296,9 @@ def test_bad_input_is_told_with_its_shapes() -> None:
         gpt(np.array([[1, 13]]))
     with pytest.raises(ShapeError, match=r"want \(B, T\)"):
         gpt(np.array([1, 2]))
+    for empty in ((0, 3), (2, 0)):
+        with pytest.raises(ShapeError, match=rf"shape \({empty[0]}, {empty[1]}\): no position"):
+            gpt(np.zeros(empty, dtype=np.int64))
     with pytest.raises(ShapeError, match="n_embd 10 is not divisible by n_head 4"):
         GPTConfig(vocab_size=5, n_embd=10, n_head=4)
     with pytest.raises(ShapeError, match="n_embd 10 is not divisible by n_head 3"):
