@@ -100,3 +100,19 @@ def available_tasks(root: Path = ROOT) -> tuple[Task, ...]:
 def test_dirs(tasks: tuple[Task, ...]) -> list[str]:
     """Where graded tests live: ``tests/moduleN`` for each stage of ``tasks``."""
     return [f"tests/module{stage}" for stage in sorted({t.stage for t in tasks})]
+
+
+def graded_test_files(root: Path, tasks: tuple[Task, ...]) -> dict[str, int]:
+    """The test files of the stages of ``tasks`` in ``root`` (pytest's default names,
+    ``test_*.py`` and ``*_test.py``, at any depth of ``tests/moduleN``), as
+    repository-relative paths in pytest's node-id spelling, with their stage."""
+    found = {}
+    for stage in sorted({t.stage for t in tasks}):
+        base = root / "tests" / f"module{stage}"
+        for path in base.rglob("*.py"):
+            rel = path.relative_to(root)
+            if EXCLUDED_DIRS & set(rel.parts):
+                continue
+            if path.name.startswith("test_") or path.name.endswith("_test.py"):
+                found[rel.as_posix()] = stage
+    return dict(sorted(found.items()))

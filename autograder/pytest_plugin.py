@@ -15,7 +15,8 @@ reaches a handout stub (``NotImplementedError("Task 0.4: implement ...")``) ends
 Hypothesis would otherwise go on generating and shrinking examples against a function
 that raises at once (seconds per test); the stub's error is reported as it is.
 With ``--minitorch-reach`` each test's record also lists the registry functions it
-called (for ``minitorch test``'s "where to look").
+called (for ``minitorch test``'s "where to look"); with ``--minitorch-only PATH`` only the
+tests that file names run (``minitorch status``: those whose results it does not keep).
 """
 
 from __future__ import annotations
@@ -98,10 +99,13 @@ def register_markers(config: pytest.Config) -> None:
 
 
 def load_hypothesis_profile() -> None:
-    """Register the ``ci``, ``dev`` and ``verify`` profiles and load one.
+    """Register the ``ci``, ``dev``, ``verify`` and ``status`` profiles and load one.
 
     ``HYPOTHESIS_PROFILE`` picks; otherwise ``ci`` when ``CI`` is set, else ``dev``.
     ``verify`` (few examples, no shrinking) is for runs that only need pass or fail.
+    ``status`` is ``minitorch status``'s: ``ci``'s examples (the same ones every run, so
+    a result kept from an earlier run is the one a new run would give), and no
+    shrinking, since status shows no failing example.
     """
     from hypothesis import HealthCheck, Phase, settings
 
@@ -121,6 +125,15 @@ def load_hypothesis_profile() -> None:
         derandomize=True,
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=list(HealthCheck),
+    )
+    settings.register_profile(
+        "status",
+        max_examples=25,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow],
     )
     default = "ci" if os.environ.get("CI") else "dev"
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", default))
@@ -352,6 +365,24 @@ class ReachTracker:
         finally:
             sys.setprofile(None)
         item.stash[REACHED] = sorted(self.current)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--minitorch-only PATH``: keep only the tests PATH names, one a line: a test's
+    node id, or a test file's path for all of its tests (``minitorch status`` runs only
+    the tests whose results it does not keep from an earlier run)."""
+    path = config.getoption("--minitorch-only", None)
+    if not path:
+        return
+    wanted = set(Path(path).read_text(encoding="utf-8").splitlines())
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        named = item.nodeid in wanted or item.nodeid.split("::")[0] in wanted
+        (kept if named else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -620,6 +651,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--minitorch-not-started", default="", metavar="IDS",
         help="skip, without running them, the tests of these tasks (comma-separated)",
+    )  # fmt: skip
+    group.addoption(
+        "--minitorch-only", default=None, metavar="PATH",
+        help="run only the tests this file names (node ids, or test files), one a line",
     )  # fmt: skip
     group.addoption(
         "--minitorch-reach", action="store_true",

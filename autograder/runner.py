@@ -194,36 +194,78 @@ def _limits(memory_mb: int | None) -> Any:
     return apply
 
 
+class ReportTail:
+    """Reads a growing JSON-lines report from where it was left: the new complete lines
+    at each :meth:`poll`, parsed (a line that is not a JSON object is skipped)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+        self.complete = 0
+        self.seen = False
+
+    @property
+    def lines(self) -> int:
+        """Lines so far (an unfinished last one counts); -1 while there is no report."""
+        return self.complete + (1 if self.partial else 0) if self.seen else -1
+
+    def poll(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        self.seen = True
+        self.offset += len(data)
+        *complete, self.partial = (self.partial + data).split(b"\n")
+        self.complete += len(complete)
+        records = []
+        for line in complete:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+        return records
+
+
 def _wait(
     proc: subprocess.Popen[bytes],
     report: Path,
     timeout: float | None,
     on_progress: Callable[[int], None] | None,
     stall: float | None = None,
+    on_records: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> str:
     """Wait for the child, polling its report for progress: ``""`` when it ended,
     ``"timeout"`` past ``timeout``, ``"stall"`` when its report did not grow for
     ``stall`` seconds (a child out of memory can hang where its own watchdog cannot
-    run); the whole group is killed in the last two cases."""
+    run); the whole group is killed in the last two cases. ``on_progress`` gets the
+    report's line count at every poll; ``on_records`` its new records (maybe none), at
+    every poll and once more when the child has ended."""
     now = time.monotonic()
     deadline = None if timeout is None else now + timeout
-    lines, changed = -1, now
+    tail = ReportTail(report)
+    size, changed = -1, now
     while True:
         try:
             proc.wait(timeout=0.25)
+            if on_records is not None:
+                on_records(tail.poll())
             return ""
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
-        try:
-            with open(report, "rb") as f:
-                count = sum(1 for _ in f)
-        except OSError:
-            count = lines
-        if count != lines:
-            lines, changed = count, now
-        if on_progress is not None and count >= 0:
-            on_progress(count)
+        records = tail.poll()
+        if tail.offset != size:
+            size, changed = tail.offset, now
+        if on_progress is not None and tail.lines >= 0:
+            on_progress(tail.lines)
+        if on_records is not None:
+            on_records(records)
         why = ("timeout" if deadline is not None and now > deadline
                else "stall" if stall is not None and now - changed > stall else "")  # fmt: skip
         if why:
@@ -296,6 +338,7 @@ def run_pytest(
     inherit_env: bool = False,
     env: dict[str, str] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    on_records: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> RunResult:
     """Run ``python -m pytest <args>`` in ``tree`` and return its report.
 
@@ -303,6 +346,7 @@ def run_pytest(
     from the tree is read); it implies ``no_site``: no site processing (``-S``), so no
     editable-install finder can import a package the tree lacks from another checkout.
     ``inherit_env`` keeps the caller's environment (see :func:`child_env`).
+    ``on_progress`` and ``on_records`` follow the report as it grows (see :func:`_wait`).
     """
     no_site = no_site or isolate_conftest
     start = time.monotonic()
@@ -334,7 +378,7 @@ def run_pytest(
             # it (and than a cold compile) means a child that can no longer help itself.
             stall = max(300.0, 5 * per_test_timeout) if per_test_timeout else None
             try:
-                ended = _wait(proc, report, timeout, on_progress, stall)
+                ended = _wait(proc, report, timeout, on_progress, stall, on_records)
             finally:  # whatever ends the wait (Ctrl-C, SIGTERM, an error), the whole
                 try:  # group goes, including anything the tests left running
                     os.killpg(proc.pid, signal.SIGKILL)

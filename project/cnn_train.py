@@ -293,7 +293,8 @@ def add_run_args(p: argparse.ArgumentParser, epochs: int, lr: float) -> None:
         "--lr", type=float, default=lr, help=f"Adam learning rate, start of the cosine ({lr})"
     )
     p.add_argument("--seed", type=int, default=0, help="weights, dropout and batch order (0)")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
+    p.add_argument("--out", type=Path, default=Path("runs"),
+                   help="the runs folder: a run writes OUT/NAME/ (runs/digits/, ...)")  # fmt: skip
     p.add_argument("--no-figures", action="store_true", help="skip the four figures")
     p.add_argument(
         "--dtype", choices=("float64", "float32"), default="float64",

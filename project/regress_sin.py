@@ -106,7 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--points", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs"),
+        help="the runs folder: writes OUT/sin/ (default: runs)",
+    )
     ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     ns = ap.parse_args(argv)
     require_stages(*STAGES_OF_BACKEND[ns.backend])

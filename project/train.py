@@ -266,7 +266,12 @@ def parse_args(argv: Sequence[str] | None = None, backend: str | None = None) ->
     ap.add_argument("--lr", type=float, default=d.lr)
     ap.add_argument("--momentum", type=float, default=d.momentum, help="SGD only")
     ap.add_argument("--seed", type=int, default=d.seed)
-    ap.add_argument("--out", type=Path, default=d.out, help="output folder (default: runs)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=d.out,
+        help="the runs folder: a run writes OUT/BACKEND_DATASET/ (default: runs)",
+    )
     ap.add_argument("--log-every", type=int, default=d.log_every, help="print every N epochs")
     ap.add_argument("--no-figure", dest="figure", action="store_false")
     ap.add_argument(

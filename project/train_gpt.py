@@ -89,7 +89,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gate", type=float, default=0.5, help="nats below the bigram model (0.5)")
     p.add_argument("--samples", type=int, default=3, help="samples to write (3)")
     p.add_argument("--sample-len", type=int, default=300, help="characters per sample (300)")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder (runs/)")
+    p.add_argument("--out", type=Path, default=Path("runs"),
+                   help="the runs folder: this run writes OUT/gpt/ (runs/gpt/)")  # fmt: skip
     add_ddp_args(p)
     add_amp_args(p)
     return p
