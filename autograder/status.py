@@ -42,6 +42,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from autograder.broken_file import first_broken
 from autograder.paths import (
@@ -55,6 +56,18 @@ from autograder.paths import (
 from autograder.regions import STUB_MESSAGE, STUDENT_BEGIN, STUDENT_END, stub_pattern
 from autograder.runner import RunResult, TestResult, run_pytest
 from autograder.task import Task
+
+
+def _lit(*parts: str | tuple[str, str]) -> Text:
+    """A line printed exactly as written: each part a string, or ``(text, style)``. Test
+    output, messages, paths and titles are never read as the console's markup (a
+    ``[dist]`` stays, ``:warning:`` is no emoji)."""
+    line = Text()
+    for part in parts:
+        text, style = part if isinstance(part, tuple) else (part, "")
+        line.append(text, style=style)
+    return line
+
 
 FAILURES_SHOWN = 8
 """``minitorch test`` shows the messages of this many failing tests (``--full``: all)."""
@@ -73,9 +86,15 @@ class TaskStatus:
     not_credited: bool = False
     """The task asks for the student's own loops and its code does library work: the
     grader gives it nothing, and so does this report (``tests/own_work.py``)."""
+    missing: str = ""
+    """What the task's tests need that is missing here (``Task.needs``: MPI, the
+    ``dist`` extra), in words: its tests skip, so the task is "not checked", as
+    ``minitorch grade`` reports it "not graded"."""
 
     @property
     def state(self) -> str:
+        if self.missing and not (self.passed == 0 and self.stubbed):
+            return "not checked"
         if self.total and self.passed == self.total:
             return "passed"
         if self.passed == 0 and self.stubbed:
@@ -84,7 +103,7 @@ class TaskStatus:
 
     @property
     def points(self) -> float:
-        if self.not_credited or not self.total:
+        if self.not_credited or self.missing or not self.total:
             return 0.0
         return self.task.points * self.passed / self.total
 
@@ -456,7 +475,7 @@ class StatusProgress:
 
     def _say(self, text: str) -> None:
         if self.progress is None:
-            self.console.print(escape(text), highlight=False)
+            self.console.print(_lit(text), highlight=False)
             self.said = time.monotonic()
 
     def __call__(self, records: list[dict[str, Any]]) -> None:
@@ -583,7 +602,12 @@ def collect_status(
         library = not stubbed and library_work_failed(
             ids, lambda n: run.tests[n].outcome if n in run.tests else None
         )
-        statuses.append(TaskStatus(task, passed, len(ids), stubbed, task in fresh, library))
+        missing = "; ".join(
+            f"{tool.name} ({why}): {tool.install}" for tool in task.needs if (why := tool.missing())
+        )
+        statuses.append(
+            TaskStatus(task, passed, len(ids), stubbed, task in fresh, library, missing)
+        )
     return statuses, run
 
 
@@ -598,11 +622,11 @@ def status_table(statuses: list[TaskStatus]) -> Table:
         ("status", "left"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    style = {"passed": "green", "failed": "red", "not started": "dim"}
+    style = {"passed": "green", "failed": "red", "not started": "dim", "not checked": "yellow"}
     for s in statuses:
         title = s.task.title + (" (optional)" if s.task.optional else "")
         table.add_row(
-            str(s.task.stage), s.task.id, title, f"{s.passed}/{s.total}",
+            str(s.task.stage), s.task.id, Text(title), f"{s.passed}/{s.total}",
             f"{s.points:.1f} / {s.task.points}", f"[{style[s.state]}]{s.state}[/]",
         )  # fmt: skip
     earned = sum(s.points for s in statuses)
@@ -671,10 +695,15 @@ def run_status(
     if out is not None:
         write_feedback(statuses, out, run.problem())
     console.print(status_table(statuses))
+    unchecked = [s for s in statuses if s.state == "not checked"]
+    for why in dict.fromkeys(s.missing for s in unchecked):
+        ids = ", ".join(s.task.id for s in unchecked if s.missing == why)
+        console.print(_lit((f"Not checked here: task(s) {ids}", "yellow"),
+                           f": their tests need {why}"))  # fmt: skip
     if run.problem():
-        console.print(f"[red]The test run itself failed:[/] {escape(run.problem())}")
-    pending = next((s.task for s in statuses if s.state != "passed"), None)
-    console.print(next_step(pending))
+        console.print(_lit(("The test run itself failed: ", "red"), run.problem()))
+    pending = next((s.task for s in statuses if s.state not in ("passed", "not checked")), None)
+    console.print(_lit(next_step(pending)))
     return 0
 
 
@@ -688,13 +717,13 @@ def _why_not_collected(root: Path, run: RunResult, console: Console) -> None:
     lines = first_broken(root)
     if lines is not None:
         for line in lines:
-            console.print(escape(line), highlight=False)
+            console.print(_lit(line), highlight=False)
         console.print("Fix that file and run the command again: no test can run until it "
                       "imports.")  # fmt: skip
         return
     detail = "\n".join(run.collect_errors) or run.output
     kept = [line for line in detail.splitlines() if not _MACHINERY.search(line)]
-    console.print(escape("\n".join(kept)[-3000:]), highlight=False)
+    console.print(_lit("\n".join(kept)[-3000:]), highlight=False)
 
 
 def list_tasks(root: Path = ROOT, console: Console | None = None) -> int:
@@ -705,13 +734,19 @@ def list_tasks(root: Path = ROOT, console: Console | None = None) -> int:
         table.add_column(name)
     for task in available_tasks(root):
         title = task.title + (" (optional)" if task.optional else "")
-        table.add_row(task.id, title, str(task.points), f"module{task.stage}/README.md")
+        table.add_row(task.id, Text(title), str(task.points), f"module{task.stage}/README.md")
     console.print(table)
     return 0
 
 
 def _short(nodeid: str) -> str:
     return nodeid.removeprefix("tests/")
+
+
+_PYTEST_HINT = re.compile(
+    r"\s*(Use -v+ to get (more|the full) diff|Full diff:|Omitting \d+ identical)"
+)
+"""pytest's hints for its own command line, which ``minitorch test`` does not take."""
 
 
 def _message(result: TestResult, limits: RunLimits = RunLimits()) -> list[str]:
@@ -740,6 +775,7 @@ def _message(result: TestResult, limits: RunLimits = RunLimits()) -> list[str]:
     lines = [
         line for line in lines
         if " at 0x" not in line and not re.search(r"where (.+) = exact_\w+\(\1\)$", line)
+        and not _PYTEST_HINT.match(line)
     ]  # fmt: skip
     if len(lines) > MESSAGE_LINES:
         lines = [*lines[: MESSAGE_LINES - 1], "..."]
@@ -810,17 +846,17 @@ def run_task_tests(
     try:
         task = course_task(task_id, root)
     except KeyError as exc:
-        console.print(f"[red]{escape(exc.args[0])}[/]")
+        console.print(_lit((exc.args[0], "red")))
         return 2
     if task not in available_tasks(root):
         console.print(f"[red]task {task.id}'s stage (module{task.stage}) is not in this tree[/]")
         return 2
-    console.print(f"[bold]Task {task.id}: {escape(task.title)}[/] ({task.points} points)")
+    console.print(_lit((f"Task {task.id}: {task.title}", "bold"), f" ({task.points} points)"))
     args = [*test_dirs((task,)), "-m", task.marker, "-q", "--tb=short", "--minitorch-reach",
             *extra]  # fmt: skip
     run = _run(root, args, console, f"running task {task.id}'s tests", limits)
     if full:
-        console.print(escape(run.output), highlight=False)
+        console.print(_lit(run.output), highlight=False)
     if run.collected is None or run.collect_errors:
         console.print("[red]The tests did not collect:[/]")
         _why_not_collected(root, run, console)
@@ -857,20 +893,23 @@ def run_task_tests(
         for _, function, file in own:
             stub = stubs.get((file, function))
             at = f"{file}:{stub.line}" if stub else file
-            console.print(f"  {at:<28} {function}")
+            console.print(_lit(f"  {at:<28} {function}"))
     foreign = sorted(k for k in reached if k[0] != task.id)
     if foreign:
         console.print("Needs other tasks first:")
         for other, function, file in foreign:
-            console.print(f"  task {other}: {function} in {file}  (minitorch test {other})")
+            console.print(_lit(f"  task {other}: {function} in {file}  (minitorch test {other})"))
 
     if other_failures:
+        # The tests of the task's own files first (6.3's codec before autocast's use of it).
+        own_files = {"test_" + Path(f).name for f in task.files}
+        other_failures.sort(key=lambda r: Path(r.nodeid.split("::")[0]).name not in own_files)
         console.print(f"[red]Failing tests ({len(other_failures)}):[/]")
         shown = other_failures if full else other_failures[:FAILURES_SHOWN]
         for result in shown:
-            console.print(f"  [bold]{escape(_short(result.nodeid))}[/]")
+            console.print(_lit("  ", (_short(result.nodeid), "bold")))
             for line in _message(result, limits):
-                console.print(f"    {escape(line)}", highlight=False)
+                console.print(_lit(f"    {line}"), highlight=False)
         if len(shown) < len(other_failures):
             console.print(f"  ... and {len(other_failures) - len(shown)} more "
                           f"(all of them: minitorch test {task.id} --full)")  # fmt: skip
@@ -881,12 +920,12 @@ def run_task_tests(
         )  # fmt: skip
         console.print(heading)
         for row in rows:
-            console.print(row)
+            console.print(_lit(row))
     if not_run:
         console.print(f"[red]{len(not_run)} of the task's tests did not run[/] (the run "
                       "stopped early: see below).")  # fmt: skip
     if run.problem():
-        console.print(f"[red]The test run itself failed:[/] {escape(run.problem())}")
+        console.print(_lit(("The test run itself failed: ", "red"), run.problem()))
 
     points = task.points * len(passed) / len(results)
     outcome = {r.nodeid: r.outcome for r in results}
@@ -897,7 +936,9 @@ def run_task_tests(
     console.print(f"Task {task.id}: {len(passed)} of {len(results)} tests pass "
                   f"({points:.1f} / {task.points} points).")  # fmt: skip
     if not failed:
-        console.print(f"[green]Task {task.id} is done.[/] " + next_step(_next_task(task, root)))
+        console.print(
+            _lit((f"Task {task.id} is done. ", "green"), next_step(_next_task(task, root)))
+        )
         return 0
     console.print(f'Assignment text: module{task.stage}/README.md, section "Task {task.id}".')
     return 1

@@ -259,3 +259,50 @@ def test_every_line_the_command_prints_is_printed_as_it_is(
     monkeypatch.setattr("autograder.bundle.build_gradescope_bundle", bundle)
     assert cli.main(["gradescope-bundle", str(tmp_path / "a.zip")]) == 1
     assert capsys.readouterr().out == f"bundle not built: {LITERAL}\n"
+
+
+def test_status_says_not_checked_where_grade_says_not_graded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``minitorch status`` and ``minitorch grade`` agree where a tool is missing: the
+    task is "not checked" (0 points, not "failed"), with the install command, and the
+    next step is not that task."""
+    import io
+
+    from rich.console import Console
+
+    from autograder import status
+
+    monkeypatch.setenv(status.CACHE_VARIABLE, str(tmp_path / "cache"))
+    tree = toy_needing_a_missing_tool(tmp_path / "toy")
+    statuses, _ = status.collect_status(tree, console=Console(file=io.StringIO()))
+    by_id = {s.task.id: s for s in statuses}
+    assert by_id["1.1"].state == "not checked" and by_id["1.1"].points == 0.0
+    assert ABSENT in by_id["1.1"].missing and INSTALL in by_id["1.1"].missing
+    assert all(s.state == "passed" for s in statuses if s.task.id != "1.1")
+    out = io.StringIO()
+    assert status.run_status(tree, console=Console(file=out, width=300)) == 0
+    said = out.getvalue()
+    assert "Not checked here: task(s) 1.1: their tests need MPI" in said, said
+    assert INSTALL in said and "Every task passes" in said, said
+
+
+def test_status_shows_a_message_as_written_without_pytests_own_hints() -> None:
+    """A failing test's message goes to the student as it is (a ``[dist]`` is no markup,
+    ``:warning:`` no emoji), without pytest's hints for its own command line (``Use -v
+    to get more diff``: ``minitorch test`` takes no ``-v``)."""
+    import io
+
+    from rich.console import Console
+
+    from autograder import status
+    from autograder.runner import TestResult
+
+    text = 'pip install -e ".[dist]" [red]not red[/red] :warning:\nUse -v to get more diff'
+    result = TestResult("tests/module6/test_half.py::t", "failed",
+                        details={"type": "AssertionError", "text": text})  # fmt: skip
+    lines = status._message(result)
+    assert lines == ['AssertionError: pip install -e ".[dist]" [red]not red[/red] :warning:']
+    out = io.StringIO()
+    Console(file=out, width=200).print(status._lit(f"    {lines[0]}"))
+    assert out.getvalue().strip() == lines[0]
