@@ -245,10 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as progress:  # fmt: skip
         task = progress.add_task("steps", total=args.iters, loss=last)
         for step in range(args.iters):
-            if step % args.eval_interval == 0:
-                evaluate(step)
-            began = time.perf_counter()
             optimizer.lr = cosine_lr(step, args.lr, args.warmup, args.iters, args.min_lr)
+            if step % args.eval_interval == 0:
+                evaluate(step)  # logs the rate this step takes
+            began = time.perf_counter()
             x, y = get_batch(train, args.batch, args.block, rng)  # alike on every rank
             with precision.autocast():
                 loss = _loss(trained, ranks.share(x), ranks.share(y))

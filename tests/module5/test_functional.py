@@ -239,7 +239,10 @@ def test_what_a_masked_entry_holds_never_reaches_the_kept_ones(dtype: type) -> N
     p = masked_softmax(xt, keep)
     values = p.to_numpy()
     want = np_softmax(np.where(keep, x, 0.0), keep)
-    assert np.isfinite(values).all(), f"masked_softmax gave {values.tolist()}"
+    assert np.isfinite(values).all(), (
+        f"masked_softmax of {x.tolist()} keeping {keep.tolist()} gave {values.tolist()}: "
+        "NaN or inf at a masked position reached the kept entries (NaN * 0 is NaN)"
+    )
     np.testing.assert_allclose(values, want, rtol=TOL[dtype])
     assert (values[~keep] == 0.0).all()
     (p * t(np.arange(8.0).reshape(2, 4), dtype)).sum().backward()

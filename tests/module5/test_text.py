@@ -49,8 +49,8 @@ def test_a_batch_is_windows_and_their_next_tokens() -> None:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_windows_start_where_the_contract_draws_them(seed: int) -> None:
     """The README's contract, as the graded check holds it: the starts are one call,
-    ``rng.integers(0, len(data) - block_size, size=batch_size)``, in that order (not
-    ``rng.choice``, not one draw per row)."""
+    ``rng.integers(0, len(data) - block_size, size=batch_size)``, in that order (a draw
+    without replacement or a permutation gives other windows)."""
     data = np.random.default_rng(seed).integers(0, 50, 47)
     x, y = get_batch(data, 5, 8, np.random.default_rng(100 + seed))
     starts = np.random.default_rng(100 + seed).integers(0, 47 - 8, size=5)
