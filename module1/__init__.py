@@ -7,6 +7,7 @@ plus the names below (``mt.tensor``, ``mt.Tensor``, ``mt.MLP``, ...).
 from module0 import *  # noqa: F403
 from module0 import __all__ as _stage0
 from module1.grad_check import grad_check
+from module1.shape_ops import cat, chunk, masked_fill, narrow, split, stack, where
 from module1.tensor import (
     Tensor,
     from_numpy,
@@ -36,6 +37,13 @@ from module1.tensor_ops import SimpleBackend, SimpleOps, TensorBackend, TensorOp
 
 __all__ = [
     *_stage0,
+    "cat",
+    "chunk",
+    "masked_fill",
+    "narrow",
+    "split",
+    "stack",
+    "where",
     "MLP",
     "BackendError",
     "DtypeError",

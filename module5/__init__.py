@@ -12,15 +12,11 @@ from module4 import *  # noqa: F403
 from module4 import __all__ as _stage4
 from module5 import functional, gpt, optim, text
 from module5.functional import (
-    cat,
     causal_mask,
     gelu,
     layer_norm,
-    masked_fill,
     masked_softmax,
-    narrow,
     scaled_dot_product_attention,
-    split,
 )
 from module5.gpt import GELU, GPT, Block, GPTConfig, KVCache, LayerNorm, MultiHeadAttention
 from module5.losses import lm_cross_entropy
@@ -38,7 +34,6 @@ __all__ = [
     "KVCache",
     "LayerNorm",
     "MultiHeadAttention",
-    "cat",
     "causal_mask",
     "clip_grad_norm_",
     "cosine_lr",
@@ -48,12 +43,9 @@ __all__ = [
     "gpt",
     "layer_norm",
     "lm_cross_entropy",
-    "masked_fill",
     "masked_softmax",
-    "narrow",
     "functional",
     "optim",
     "scaled_dot_product_attention",
-    "split",
     "text",
 ]

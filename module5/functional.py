@@ -8,19 +8,19 @@ stage 3's CUDA kernels run them unchanged. On the fast CPU backend, once task 5.
 done, :func:`layer_norm`, :func:`gelu`, :func:`masked_softmax` (unmasked or causal) and
 causal :func:`scaled_dot_product_attention` take its fused kernels instead
 (``module5/fused.py``, through ``module5/fused_route.py``); ``fused_route.plain_route()``
-turns that off. ``narrow``, ``cat``
-and ``masked_fill`` copy through NumPy, as stage 4's embedding lookup does.
+turns that off. ``narrow``,
+``split``, ``cat`` and ``masked_fill`` are stage 1's (``module1/shape_ops.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from module0.autodiff import Context
+from module1.shape_ops import cat, masked_fill, narrow, split  # noqa: F401  (stage 5 names them)
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_data import ShapeError
 from module1.tensor_functions import Function
@@ -147,37 +147,6 @@ def causal_mask(t: int, s: int | None = None) -> np.ndarray:
     return np.tril(np.ones((t, s), dtype=bool), k=s - t)
 
 
-class _MaskedFill(Function):
-    """``value`` where ``fill`` is True, ``x`` elsewhere (a copy); the gradient flows to
-    the entries kept, never to the filled ones."""
-
-    @staticmethod
-    def forward(ctx: Context, x: Tensor, fill: np.ndarray, value: float) -> Tensor:
-        ctx.save_for_backward(fill)
-        out = np.where(fill, np.asarray(value, x.dtype), x.numpy())
-        return from_numpy(np.ascontiguousarray(out, dtype=x.dtype), x.backend, copy=False)
-
-    @staticmethod
-    def backward(ctx: Context, d: Tensor) -> Tensor:
-        (fill,) = ctx.saved_values
-        grad = np.where(fill, np.zeros((), d.dtype), d.numpy())
-        return from_numpy(np.ascontiguousarray(grad, dtype=d.dtype), d.backend, copy=False)
-
-
-def masked_fill(x: Tensor, fill: np.ndarray, value: float) -> Tensor:
-    """``x`` with ``value`` wherever ``fill`` (booleans broadcasting to ``x``'s shape) is
-    True, as PyTorch's ``masked_fill``. Unlike ``x * on + off``, whatever the filled
-    entries held (NaN, infinity) is gone: ``NaN * 0`` is NaN."""
-    fill = np.asarray(fill, dtype=bool)
-    try:
-        fill = np.broadcast_to(fill, x.shape)
-    except ValueError:
-        raise ShapeError(
-            f"masked_fill: mask of shape {fill.shape} does not broadcast to {x.shape}"
-        ) from None
-    return _MaskedFill.apply(x, fill, float(value))
-
-
 def masked_softmax(x: Tensor, keep: np.ndarray | None = None) -> Tensor:
     """Softmax over the last dimension of ``x``, where only the entries with ``keep``
     True (a boolean array that broadcasts to ``x``'s shape) take part.
@@ -265,78 +234,3 @@ def scaled_dot_product_attention(
         )
     return weights @ v
     # END SOLUTION
-
-
-# -- slicing and joining -------------------------------------------------------------------
-
-
-class _Narrow(Function):
-    """Entries ``start:start + length`` along ``dim`` (a copy); the backward puts the
-    gradient back in place, zeros elsewhere."""
-
-    @staticmethod
-    def forward(ctx: Context, x: Tensor, dim: int, start: int, length: int) -> Tensor:
-        ctx.save_for_backward(x.shape, dim, start, length)
-        index: list[Any] = [slice(None)] * len(x.shape)
-        index[dim] = slice(start, start + length)
-        return from_numpy(x.numpy()[tuple(index)], x.backend)  # one copy, of the part
-
-    @staticmethod
-    def backward(ctx: Context, d: Tensor) -> Tensor:
-        shape, dim, start, length = ctx.saved_values
-        grad = np.zeros(shape, d.dtype)
-        index: list[Any] = [slice(None)] * len(shape)
-        index[dim] = slice(start, start + length)
-        grad[tuple(index)] = d.numpy()
-        return from_numpy(grad, d.backend, copy=False)
-
-
-def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """``x`` restricted to ``start:start + length`` along ``dim`` (PyTorch's name)."""
-    d = x._dim(dim)
-    if not 0 <= start and start + length <= x.shape[d] and length >= 0:
-        raise ShapeError(
-            f"narrow: {start}:{start + length} along dimension {d} of a tensor of shape {x.shape}"
-        )
-    return _Narrow.apply(x, d, int(start), int(length))
-
-
-def split(x: Tensor, size: int, dim: int = -1) -> list[Tensor]:
-    """``x`` cut along ``dim`` into pieces of ``size`` (the dimension must divide)."""
-    d = x._dim(dim)
-    if size <= 0 or x.shape[d] % size:
-        raise ShapeError(f"split: {size} does not divide dimension {d} of shape {x.shape}")
-    return [narrow(x, d, i, size) for i in range(0, x.shape[d], size)]
-
-
-class _Cat(Function):
-    """Tensors joined along ``dim``; the backward hands each its own slice."""
-
-    @staticmethod
-    def forward(ctx: Context, dim: int, *parts: Tensor) -> Tensor:
-        sizes = [p.shape[dim] for p in parts]
-        ctx.save_for_backward(dim, sizes)
-        joined = np.concatenate([p.numpy() for p in parts], axis=dim)
-        return from_numpy(joined, parts[0].backend, copy=False)
-
-    @staticmethod
-    def backward(ctx: Context, d: Tensor) -> tuple[Tensor, ...]:
-        dim, sizes = ctx.saved_values
-        pieces = np.split(d.numpy(), np.cumsum(sizes)[:-1], axis=dim)
-        return tuple(from_numpy(np.ascontiguousarray(p), d.backend) for p in pieces)
-
-
-def cat(parts: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """``parts`` joined along ``dim``: every other dimension must agree."""
-    if not parts:
-        raise ValueError("cat: no tensors")
-    first = parts[0]
-    d = first._dim(dim)
-    for p in parts[1:]:
-        if len(p.shape) != len(first.shape) or any(
-            a != b for i, (a, b) in enumerate(zip(p.shape, first.shape, strict=True)) if i != d
-        ):
-            raise ShapeError(
-                f"cat along dimension {d}: shapes {[q.shape for q in parts]} differ elsewhere"
-            )
-    return _Cat.apply(d, *parts)

@@ -25,14 +25,11 @@ from module2.fast_ops import FastTensorBackend as FAST
 from module5 import fused_route
 from module5.functional import (
     MASKED,
-    cat,
     causal_mask,
     gelu,
     layer_norm,
     masked_softmax,
-    narrow,
     scaled_dot_product_attention,
-    split,
 )
 
 DTYPES = [np.float64, np.float32]
@@ -414,21 +411,3 @@ def test_attention_names_the_shapes_that_do_not_fit() -> None:
 def test_the_causal_mask_of_a_cache_lets_each_query_see_its_own_past() -> None:
     np.testing.assert_array_equal(causal_mask(2, 4), [[1, 1, 1, 0], [1, 1, 1, 1]])
     np.testing.assert_array_equal(causal_mask(3), np.tril(np.ones((3, 3))))
-
-
-# -- narrow, split, cat --------------------------------------------------------------------
-
-
-def test_split_and_cat_are_inverse_and_pass_gradients_back() -> None:
-    rng = np.random.default_rng(8)
-    x = rng.normal(size=(2, 3, 6))
-    parts = split(t(x), 2, -1)
-    assert [p.shape for p in parts] == [(2, 3, 2)] * 3
-    np.testing.assert_array_equal(parts[1].to_numpy(), x[..., 2:4])
-    np.testing.assert_array_equal(cat(parts, -1).to_numpy(), x)
-    grad_check(lambda a: narrow(a, 1, 1, 2), t(x))
-    grad_check(lambda a, b: cat([a, b], 1), t(x), t(rng.normal(size=(2, 4, 6))))
-    with pytest.raises(ShapeError, match="4 does not divide"):
-        split(t(x), 4, -1)
-    with pytest.raises(ShapeError, match="differ elsewhere"):
-        cat([t(x), t(np.zeros((2, 3, 5)))], 1)
