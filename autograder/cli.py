@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.text import Text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,12 +89,9 @@ def say(console: Console, text: str, label: str = "", style: str = "") -> None:
     markup, ``pip install -e ".[dist]"`` would lose its ``[dist]``, a ``[red]`` in a
     test's output would colour what follows, and ``:warning:`` would become an emoji;
     :func:`rich.markup.escape` leaves the emoji codes and doubles a trailing backslash."""
-    line = Text()
-    if label:
-        line.append(label, style=style)
-        line.append(" ")
-    line.append(text)
-    console.print(line)
+    from autograder.status import literal_line
+
+    console.print(literal_line((label + " ", style), text) if label else literal_line(text))
 
 
 def literal(console: Console) -> Callable[[str], None]:

@@ -126,13 +126,10 @@ def load_hypothesis_profile() -> None:
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    settings.register_profile(
+    settings.register_profile(  # verify's, with CI's example count and health checks
         "status",
+        parent=settings.get_profile("verify"),
         max_examples=25,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        phases=[Phase.explicit, Phase.generate],
         suppress_health_check=[HealthCheck.too_slow],
     )
     default = "ci" if os.environ.get("CI") else "dev"

@@ -58,7 +58,7 @@ from autograder.runner import RunResult, TestResult, run_pytest
 from autograder.task import Task
 
 
-def _lit(*parts: str | tuple[str, str]) -> Text:
+def literal_line(*parts: str | tuple[str, str]) -> Text:
     """A line printed exactly as written: each part a string, or ``(text, style)``. Test
     output, messages, paths and titles are never read as the console's markup (a
     ``[dist]`` stays, ``:warning:`` is no emoji)."""
@@ -475,7 +475,7 @@ class StatusProgress:
 
     def _say(self, text: str) -> None:
         if self.progress is None:
-            self.console.print(_lit(text), highlight=False)
+            self.console.print(literal_line(text), highlight=False)
             self.said = time.monotonic()
 
     def __call__(self, records: list[dict[str, Any]]) -> None:
@@ -698,12 +698,12 @@ def run_status(
     unchecked = [s for s in statuses if s.state == "not checked"]
     for why in dict.fromkeys(s.missing for s in unchecked):
         ids = ", ".join(s.task.id for s in unchecked if s.missing == why)
-        console.print(_lit((f"Not checked here: task(s) {ids}", "yellow"),
+        console.print(literal_line((f"Not checked here: task(s) {ids}", "yellow"),
                            f": their tests need {why}"))  # fmt: skip
     if run.problem():
-        console.print(_lit(("The test run itself failed: ", "red"), run.problem()))
+        console.print(literal_line(("The test run itself failed: ", "red"), run.problem()))
     pending = next((s.task for s in statuses if s.state not in ("passed", "not checked")), None)
-    console.print(_lit(next_step(pending)))
+    console.print(literal_line(next_step(pending)))
     return 0
 
 
@@ -717,13 +717,13 @@ def _why_not_collected(root: Path, run: RunResult, console: Console) -> None:
     lines = first_broken(root)
     if lines is not None:
         for line in lines:
-            console.print(_lit(line), highlight=False)
+            console.print(literal_line(line), highlight=False)
         console.print("Fix that file and run the command again: no test can run until it "
                       "imports.")  # fmt: skip
         return
     detail = "\n".join(run.collect_errors) or run.output
     kept = [line for line in detail.splitlines() if not _MACHINERY.search(line)]
-    console.print(_lit("\n".join(kept)[-3000:]), highlight=False)
+    console.print(literal_line("\n".join(kept)[-3000:]), highlight=False)
 
 
 def list_tasks(root: Path = ROOT, console: Console | None = None) -> int:
@@ -846,17 +846,19 @@ def run_task_tests(
     try:
         task = course_task(task_id, root)
     except KeyError as exc:
-        console.print(_lit((exc.args[0], "red")))
+        console.print(literal_line((exc.args[0], "red")))
         return 2
     if task not in available_tasks(root):
         console.print(f"[red]task {task.id}'s stage (module{task.stage}) is not in this tree[/]")
         return 2
-    console.print(_lit((f"Task {task.id}: {task.title}", "bold"), f" ({task.points} points)"))
+    console.print(
+        literal_line((f"Task {task.id}: {task.title}", "bold"), f" ({task.points} points)")
+    )
     args = [*test_dirs((task,)), "-m", task.marker, "-q", "--tb=short", "--minitorch-reach",
             *extra]  # fmt: skip
     run = _run(root, args, console, f"running task {task.id}'s tests", limits)
     if full:
-        console.print(_lit(run.output), highlight=False)
+        console.print(literal_line(run.output), highlight=False)
     if run.collected is None or run.collect_errors:
         console.print("[red]The tests did not collect:[/]")
         _why_not_collected(root, run, console)
@@ -893,12 +895,14 @@ def run_task_tests(
         for _, function, file in own:
             stub = stubs.get((file, function))
             at = f"{file}:{stub.line}" if stub else file
-            console.print(_lit(f"  {at:<28} {function}"))
+            console.print(literal_line(f"  {at:<28} {function}"))
     foreign = sorted(k for k in reached if k[0] != task.id)
     if foreign:
         console.print("Needs other tasks first:")
         for other, function, file in foreign:
-            console.print(_lit(f"  task {other}: {function} in {file}  (minitorch test {other})"))
+            console.print(
+                literal_line(f"  task {other}: {function} in {file}  (minitorch test {other})")
+            )
 
     if other_failures:
         # The tests of the task's own files first (6.3's codec before autocast's use of it).
@@ -907,9 +911,9 @@ def run_task_tests(
         console.print(f"[red]Failing tests ({len(other_failures)}):[/]")
         shown = other_failures if full else other_failures[:FAILURES_SHOWN]
         for result in shown:
-            console.print(_lit("  ", (_short(result.nodeid), "bold")))
+            console.print(literal_line("  ", (_short(result.nodeid), "bold")))
             for line in _message(result, limits):
-                console.print(_lit(f"    {line}"), highlight=False)
+                console.print(literal_line(f"    {line}"), highlight=False)
         if len(shown) < len(other_failures):
             console.print(f"  ... and {len(other_failures) - len(shown)} more "
                           f"(all of them: minitorch test {task.id} --full)")  # fmt: skip
@@ -920,12 +924,12 @@ def run_task_tests(
         )  # fmt: skip
         console.print(heading)
         for row in rows:
-            console.print(_lit(row))
+            console.print(literal_line(row))
     if not_run:
         console.print(f"[red]{len(not_run)} of the task's tests did not run[/] (the run "
                       "stopped early: see below).")  # fmt: skip
     if run.problem():
-        console.print(_lit(("The test run itself failed: ", "red"), run.problem()))
+        console.print(literal_line(("The test run itself failed: ", "red"), run.problem()))
 
     points = task.points * len(passed) / len(results)
     outcome = {r.nodeid: r.outcome for r in results}
@@ -937,7 +941,7 @@ def run_task_tests(
                   f"({points:.1f} / {task.points} points).")  # fmt: skip
     if not failed:
         console.print(
-            _lit((f"Task {task.id} is done. ", "green"), next_step(_next_task(task, root)))
+            literal_line((f"Task {task.id} is done. ", "green"), next_step(_next_task(task, root)))
         )
         return 0
     console.print(f'Assignment text: module{task.stage}/README.md, section "Task {task.id}".')

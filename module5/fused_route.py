@@ -196,21 +196,16 @@ def _first_quiet(fn: type[Function], *args: Any) -> Tensor | None:
     if it was the stub (a stub of a ``parallel=True`` kernel has no parallel loop, and
     its NumbaPerformanceWarning is about code the student never touched); a kernel
     that runs has its warnings shown."""
-    if fn in _proven:
-        try:
+    try:
+        if fn in _proven:
             return fn.apply(*args)
-        except NotImplementedError as error:  # (a kernel swapped for a stub after all)
-            if not _stub(error):
-                raise
-            return None
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
             out = fn.apply(*args)
-        except NotImplementedError as error:
-            if not _stub(error):
-                raise
-            return None
+    except NotImplementedError as error:
+        if not _stub(error):
+            raise
+        return None
     for w in seen:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     _proven.add(fn)

@@ -304,5 +304,5 @@ def test_status_shows_a_message_as_written_without_pytests_own_hints() -> None:
     lines = status._message(result)
     assert lines == ['AssertionError: pip install -e ".[dist]" [red]not red[/red] :warning:']
     out = io.StringIO()
-    Console(file=out, width=200).print(status._lit(f"    {lines[0]}"))
+    Console(file=out, width=200).print(status.literal_line(f"    {lines[0]}"))
     assert out.getvalue().strip() == lines[0]

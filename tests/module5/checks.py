@@ -299,19 +299,31 @@ def _gpt_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
     return cases
 
 
+def randomize(module: Any, seed: int) -> dict[str, Array]:
+    """Draw every parameter of ``module`` afresh (LayerNorm weights around 1, the rest
+    around 0, all distinct: a block wired another way then gives other logits), keeping
+    its dtype and backend; return the values by name (float64). The local tests
+    (``test_gpt.py``) draw with it too."""
+    from module1.tensor import from_numpy
+
+    rng = np.random.default_rng(seed)
+    values = {}
+    for name, p in module.named_parameters():
+        shape, dtype = p.value.shape, p.value.dtype
+        centre = 1.0 if name.endswith("weight") and len(shape) == 1 else 0.0
+        v = (centre + rng.normal(scale=0.4, size=shape)).astype(dtype)
+        p.update(from_numpy(v, p.value.backend))
+        values[name] = v.astype(np.float64)
+    return values
+
+
 def _model(c: dict[str, Any]) -> Any:
-    """A model of the case's size with every parameter drawn afresh from its seed (so
-    ``ln_1``, ``ln_2`` and ``ln_f`` differ: a block wired another way gives other
-    logits)."""
+    """A model of the case's size with every parameter drawn afresh from its seed."""
     from module5.gpt import GPT, GPTConfig
 
     model = GPT(GPTConfig(**c["config"]), seed=c["seed"], backend=_simple())
     model.to(c["dtype"])
-    draw = np.random.default_rng(c["seed"])
-    for name, p in model.named_parameters():
-        centre = 1.0 if name.endswith("weight") and len(p.value.shape) == 1 else 0.0
-        values = centre + draw.normal(scale=0.4, size=p.value.shape)
-        p.update(_constant(values, c["dtype"]))
+    randomize(model, c["seed"])
     return model
 
 

@@ -23,6 +23,7 @@ from module2.fast_ops import FastTensorBackend as FAST
 from module2.fast_optim import FastAdam
 from module4.losses import cross_entropy
 from module5.gpt import GPT, Block, GPTConfig, KVCache, MultiHeadAttention
+from tests.module5.checks import randomize
 
 pytestmark = pytest.mark.task5_3
 
@@ -35,20 +36,6 @@ def model(config: GPTConfig = SMALL, seed: int = 1) -> GPT:
 
 def tokens(shape: tuple[int, int], seed: int = 0, vocab: int = 13) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, vocab, shape)
-
-
-def randomize(module: object, seed: int) -> dict[str, np.ndarray]:
-    """Draw every parameter of ``module`` afresh (LayerNorm weights around 1, the rest
-    around 0, all distinct), keeping its dtype; return the values by name (float64)."""
-    rng = np.random.default_rng(seed)
-    values = {}
-    for name, p in module.named_parameters():  # type: ignore[attr-defined]
-        shape, dtype = p.value.shape, p.value.dtype
-        centre = 1.0 if name.endswith("weight") and len(shape) == 1 else 0.0
-        v = centre + rng.normal(scale=0.4, size=shape)
-        p.update(from_numpy(v.astype(dtype), p.value.backend))
-        values[name] = v.astype(dtype).astype(np.float64)
-    return values
 
 
 # -- the GPT in NumPy: the oracle of the wiring ------------------------------------------
