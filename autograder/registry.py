@@ -222,6 +222,17 @@ TASKS: tuple[Task, ...] = (
         ),
     ),
     Task(
+        id="1.6",
+        title="Indexing and slicing: views, gather and scatter-add",
+        points=10,
+        files=("module1/tensor_data.py", "module1/tensor_ops.py"),
+        functions=(
+            "module1.tensor_data:index_view",
+            "module1.tensor_ops:tensor_gather",
+            "module1.tensor_ops:tensor_scatter_add",
+        ),
+    ),
+    Task(
         id="2.1",
         title="Parallel map, zip and reduce with Numba",
         points=15,

@@ -3,6 +3,7 @@
 One matplotlib script draws every figure the stage READMEs link to:
 
 - ``strides_view_permute.png``: storage, shape and strides, and a permuted view (stage 1);
+- ``slicing_view.png``: ``x[1:, ::2]`` as a view: its offset and strides (1);
 - ``broadcasting.png``: a ``(3, 1) + (4,)`` broadcast and the entries one output reads (1);
 - ``packed_matmul.png``: row and column panels, packing and the rank-1 micro-kernel (2);
 - ``conv_unfold.png``: conv1d and conv2d as a product with the unfolded input (4);
@@ -264,6 +265,59 @@ def strides_view_permute() -> Path:
     arrow(ax, (4.0, 5.0), (sx + 5.3, sy + 1.05), rad=0.15)
     arrow(ax, (11.5, 4.0), (sx + 5.7, sy + 1.05), rad=-0.1)
     return save(fig, "strides_view_permute.png")
+
+
+def slicing_view() -> Path:
+    """``x[1:, ::2]`` of a (3, 4) tensor: a view at offset 4 with strides (4, 2), reading
+    four of the twelve storage positions."""
+    fig, ax = new_figure(16.0, 9.6)
+    picked = {4: (0, 0), 6: (0, 1), 8: (1, 0), 10: (1, 1)}
+    title = r"x[1:, ::2]:  offset $=$ 1·4 + 0·1 $=$ 4,   strides $=$ (4·1, 1·2) $=$ (4, 2)"
+    label(ax, 8.0, 9.35, title, size=13)
+
+    # the (3, 4) tensor, the selected entries coloured
+    label(ax, 3.5, 8.55, "x: shape (3, 4), strides (4, 1)", size=12, weight="bold")
+    for i in range(3):
+        for j in range(4):
+            pos = i * 4 + j
+            x, y = 1.5 + j, 6.8 - i
+            cell(ax, x, y, str(pos), fc=A_COLOR if pos in picked else STORAGE, size=13)
+    for j in range(4):
+        label(ax, 2.0 + j, 8.05, f"j={j}", size=9, color=MUTED)
+    for i in range(3):
+        label(ax, 1.1, 7.3 - i, f"i={i}", size=9, color=MUTED)
+
+    # the view
+    label(ax, 12.5, 8.55, "x[1:, ::2]: shape (2, 2), strides (4, 2)", size=12, weight="bold")
+    for pos, (i, j) in picked.items():
+        x, y = 11.5 + j, 6.8 - i
+        cell(ax, x, y, str(pos), fc=A_COLOR, size=13, weight="bold")
+        label(ax, x + 0.5, y + 0.83, f"({i}, {j})", size=8, color=MUTED)
+    label(ax, 12.4, 4.3, "(1, 1):  4 + 1·4 + 1·2 = 10", size=11, color=HIGHLIGHT, ha="right")
+    outline(ax, 12.5, 5.8, 1.0, 1.0)
+    arrow(ax, (6.0, 6.3), (10.8, 6.3), color=EDGE, lw=2.0, head=16)
+    label(ax, 8.4, 6.75, "basic indexing", size=12, weight="bold")
+    label(ax, 8.4, 5.85, "no copy: new offset,\nshape and strides", size=10, color=MUTED,
+          va="top")  # fmt: skip
+
+    # the one storage: the view starts at position 4
+    sx, sy = 2.0, 1.2
+    label(ax, sx - 0.25, sy + 0.5, "storage", size=12, ha="right", weight="bold")
+    for pos in range(12):
+        cell(ax, sx + pos, sy, str(pos), fc=A_COLOR if pos in picked else STORAGE, size=12)
+    bracket(ax, sx + 0.05, sx + 3.95, sy - 0.25, color=MUTED, tick=-0.18)
+    label(ax, sx + 2.0, sy - 0.65, "offset 4", size=10, color=MUTED)
+    for a, b in ((4, 6), (8, 10)):
+        ax.annotate("", xy=(sx + b + 0.5, sy + 1.05), xytext=(sx + a + 0.5, sy + 1.05),
+                    arrowprops={"arrowstyle": "-|>", "color": A_DARK, "lw": 1.6,
+                                "connectionstyle": "arc3,rad=-0.5"})  # fmt: skip
+        label(ax, sx + (a + b) / 2 + 0.5, sy + 1.95, "j+1: +2", size=9, color=A_DARK)
+    ax.annotate("", xy=(sx + 8.5, sy - 0.05), xytext=(sx + 4.5, sy - 0.05),
+                arrowprops={"arrowstyle": "-|>", "color": OUT_DARK, "lw": 1.6,
+                            "connectionstyle": "arc3,rad=0.35"})  # fmt: skip
+    label(ax, sx + 6.5, sy - 1.0, "i+1: +4", size=9, color=OUT_DARK)
+    arrow(ax, (13.0, 5.8), (sx + 10.5, sy + 1.1), rad=-0.15)
+    return save(fig, "slicing_view.png")
 
 
 # ---------------------------------------------------------------------------------------
@@ -993,6 +1047,7 @@ def half_formats() -> Path:
 
 FIGURES: Sequence[Callable[[], Path]] = (
     strides_view_permute,
+    slicing_view,
     broadcasting,
     packed_matmul,
     conv_unfold,

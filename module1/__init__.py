@@ -7,6 +7,7 @@ plus the names below (``mt.tensor``, ``mt.Tensor``, ``mt.MLP``, ...).
 from module0 import *  # noqa: F403
 from module0 import __all__ as _stage0
 from module1.grad_check import grad_check
+from module1.indexing import ModifiedError
 from module1.shape_ops import cat, chunk, masked_fill, narrow, split, stack, where
 from module1.tensor import (
     Tensor,
@@ -27,6 +28,7 @@ from module1.tensor_data import (
     float32,
     float64,
     index_to_position,
+    index_view,
     shape_broadcast,
     strides_from_shape,
     to_index,
@@ -50,6 +52,7 @@ __all__ = [
     "Function",
     "IndexingError",
     "Linear",
+    "ModifiedError",
     "ShapeError",
     "SimpleBackend",
     "SimpleOps",
@@ -65,6 +68,7 @@ __all__ = [
     "from_numpy",
     "grad_check",
     "index_to_position",
+    "index_view",
     "manual_seed",
     "matmul",
     "ones",

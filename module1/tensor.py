@@ -122,29 +122,48 @@ class Tensor(Variable):
             )
         return self._tensor.get((0,) * self.dims)
 
-    def _key(self, key: int | Sequence[int]) -> tuple[int, ...]:
-        index = (key,) if isinstance(key, int | np.integer) else tuple(key)
-        if not all(isinstance(i, int | np.integer) for i in index):
-            raise TypeError(
-                f"tensors are indexed by a full tuple of ints, got {key!r}; "
-                "for slices use to_numpy()"
-            )
-        if len(index) != self.dims:
-            raise IndexingError(
-                f"index {index} has {len(index)} dimensions, shape {self.shape} has {self.dims}"
-            )
-        out = []
-        for i, s in zip(index, self.shape, strict=True):
-            if not -s <= i < s:
-                raise IndexingError(f"index {index} is out of range for shape {self.shape}")
-            out.append(int(i) + s if i < 0 else int(i))
-        return tuple(out)
+    def __getitem__(self, key: Any) -> Tensor:
+        """``x[key]`` as NumPy and PyTorch index: ints (negative count from the end),
+        slices with a positive step, ``None`` and ``...`` give a *view* sharing this
+        tensor's storage (``x[i, j]`` is a 0-d tensor: ``.item()`` for the float);
+        integer lists, arrays or tensors and boolean arrays (:meth:`bool`) give a copy
+        (a gather). Both are differentiable (``module1/indexing.py``)."""
+        return indexing.getitem(self, key)
 
-    def __getitem__(self, key: int | Sequence[int]) -> float:
-        return self._tensor.get(self._key(key))
+    def __setitem__(self, key: Any, value: TensorLike) -> None:
+        """``x[key] = value``: ``value`` (a number, or a tensor broadcasting to
+        ``x[key]``'s shape) written in place, recorded in the graph; refused on a leaf
+        that requires a gradient (outside ``no_grad``) and on a view in a graph."""
+        indexing.setitem(self, key, value)
 
-    def __setitem__(self, key: int | Sequence[int], value: float) -> None:
-        self._tensor.set(self._key(key), float(value))
+    def bool(self) -> npt.NDArray[np.bool_]:
+        """The entries as a NumPy boolean array (nonzero is True): a mask for
+        ``x[mask]`` (tensors hold floats; there is no bool dtype)."""
+        return self.to_numpy() != 0
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        """A view with a new dimension of size 1 at ``dim``."""
+        return indexing.unsqueeze(self, dim)
+
+    def squeeze(self, dim: int | None = None) -> Tensor:
+        """A view without the dimensions of size 1 (or only ``dim``, if of size 1)."""
+        return indexing.squeeze(self, dim)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Dimensions ``start_dim`` to ``end_dim`` merged into one."""
+        return indexing.flatten(self, start_dim, end_dim)
+
+    def expand(self, *sizes: int) -> Tensor:
+        """A view repeated along dimensions of size 1, without a copy."""
+        return indexing.expand(self, *sizes)
+
+    def gather(self, dim: int, index: Any) -> Tensor:
+        """PyTorch's ``gather`` along ``dim`` (see ``module1.indexing.gather``)."""
+        return indexing.gather(self, dim, index)
+
+    def index_select(self, dim: int, index: Any) -> Tensor:
+        """The entries at ``index`` along ``dim``."""
+        return indexing.index_select(self, dim, index)
 
     def numpy(self) -> npt.NDArray[Any]:
         """A read-only NumPy view of the values in this tensor's shape and strides: no
@@ -182,7 +201,7 @@ class Tensor(Variable):
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> builtins.bool:
         if self.size != 1:
             raise ValueError(
                 f"the truth value of a tensor of shape {self.shape} is ambiguous; "
@@ -267,7 +286,7 @@ class Tensor(Variable):
 
     # -- autodiff -----------------------------------------------------------------------
 
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
         """Mark this tensor as a leaf that wants a gradient (in place)."""
         if self.history is not None and not requires_grad:
             raise RuntimeError("a tensor made by an operation always requires grad; use detach()")
@@ -297,7 +316,9 @@ class Tensor(Variable):
         shape = self._tensor.shape  # unbroadcast checks too; this skips a call per gradient
         return d if d._tensor.shape == shape else tf.unbroadcast(d, shape)
 
-    def backward(self, grad_output: Tensor | None = None, retain_graph: bool = False) -> None:
+    def backward(
+        self, grad_output: Tensor | None = None, retain_graph: builtins.bool = False
+    ) -> None:
         """Backpropagate from this tensor, adding d self / d leaf to every leaf's ``grad``.
 
         ``grad_output`` (d loss / d self) defaults to 1 for a one-entry tensor; any other
@@ -318,6 +339,8 @@ class Tensor(Variable):
         elif not isinstance(grad_output, Tensor) or grad_output.shape != self.shape:
             got = grad_output.shape if isinstance(grad_output, Tensor) else type(grad_output)
             raise ShapeError(f"backward() on a tensor of shape {self.shape} got a gradient {got}")
+        if indexing._modified:  # some tensor was assigned to: is this graph still valid?
+            indexing.check_graph(self)
         backpropagate(self, grad_output.detach(), retain_graph)
 
     # -- arithmetic (numbers mix in as constants) ----------------------------------------
@@ -415,7 +438,7 @@ class Tensor(Variable):
     def _squeezed(self, t: Tensor, dim: int) -> Tensor:
         return t.view(*(s for d, s in enumerate(t.shape) if d != dim))
 
-    def sum(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def sum(self, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """The sum over ``dim``, or over every entry (a 0-d tensor) when ``dim`` is None.
         The summed dimensions are dropped from the shape unless ``keepdim``."""
         if dim is None:
@@ -425,12 +448,12 @@ class Tensor(Variable):
         out = tf.Sum.apply(self, d)
         return out if keepdim else self._squeezed(out, d)
 
-    def mean(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def mean(self, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """The mean over ``dim``, or over every entry when ``dim`` is None."""
         count = self.size if dim is None else self.shape[self._dim(dim)]
         return self.sum(dim, keepdim) * (1.0 / count)  # one operation, not Mul and Inv
 
-    def max(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def max(self, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """The largest value over ``dim`` (values only, like ``torch.amax``), or over
         every entry when ``dim`` is None. Ties share the gradient evenly."""
         if dim is None:
@@ -440,7 +463,7 @@ class Tensor(Variable):
         out = tf.Max.apply(self, d)
         return out if keepdim else self._squeezed(out, d)
 
-    def all(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def all(self, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """1.0 where every entry (over ``dim``, or over the whole tensor: a 0-d result)
         is nonzero, else 0.0, as ``torch.all``; nan counts as nonzero, and an empty
         reduction gives 1.0. There is no bool dtype, so the result is a float tensor of
@@ -448,7 +471,7 @@ class Tensor(Variable):
         with no_grad():
             return (self == 0.0).sum(dim, keepdim) == 0.0
 
-    def any(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def any(self, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
         """1.0 where some entry (over ``dim``, or over the whole tensor: a 0-d result) is
         nonzero, else 0.0, as ``torch.any``; nan counts as nonzero, and an empty
         reduction gives 0.0. A float tensor of 0.0 / 1.0 (there is no bool dtype), and a
@@ -497,7 +520,7 @@ class Tensor(Variable):
         """``contiguous().view(*shape)``: a view when possible, else a copy."""
         return self.contiguous().view(*shape)
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self) -> builtins.bool:
         return self._tensor.is_contiguous()
 
 
@@ -548,4 +571,5 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 # The constructors (tensor, zeros, ones, rand, from_numpy, manual_seed) live in
 # module1/creation.py; they are imported here too, where every stage finds them.
+from module1 import indexing  # noqa: E402  (it needs Tensor's module complete)
 from module1.creation import from_numpy, manual_seed, ones, rand, tensor, zeros  # noqa: E402, F401

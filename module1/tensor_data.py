@@ -111,6 +111,49 @@ def broadcast_index(big_index: Index, big_shape: Shape, shape: Shape, out_index:
     # END SOLUTION
 
 
+# ## Task 1.6: basic indexing as a view
+
+BasicKey = Sequence[object]
+"""A normalised basic index, one entry per item of the key (see :func:`index_view`)."""
+
+
+def index_view(
+    shape: UserShape, strides: UserStrides, key: BasicKey
+) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """``(offset, shape, strides)`` of the view that the basic index ``key`` selects of
+    a tensor with ``shape`` and ``strides``: ``offset`` is the storage position of the
+    view's first entry (its index ``(0, 0, ...)``), relative to the tensor's own.
+
+    ``key`` is already checked and normalised: one entry per dimension of the tensor,
+    each ``int`` (in ``[0, size)``: the dimension is dropped), or a ``slice`` with
+    non-negative ``start``, ``stop`` and a positive ``step`` (``slice.indices`` of the
+    size: the dimension keeps ``len(range(start, stop, step))`` entries, ``step`` times
+    as far apart), plus ``None`` entries anywhere, which consume no dimension and insert
+    one of size 1 (its stride does not matter: use 0). Nothing is copied: the view reads
+    the same storage from ``offset`` on.
+    """
+    # BEGIN SOLUTION 1.6
+    offset = 0
+    out_shape: list[int] = []
+    out_strides: list[int] = []
+    dim = 0
+    for item in key:
+        if item is None:
+            out_shape.append(1)
+            out_strides.append(0)
+            continue
+        if isinstance(item, slice):
+            start, stop, step = item.start, item.stop, item.step
+            offset += start * strides[dim]
+            out_shape.append(len(range(start, stop, step)))
+            out_strides.append(strides[dim] * step)
+        else:
+            offset += int(item) * strides[dim]  # type: ignore[call-overload]
+        dim += 1
+    return offset, tuple(out_shape), tuple(out_strides)
+    # END SOLUTION
+
+
 # ## TensorData
 
 
@@ -218,6 +261,7 @@ class TensorData:
             if array.dtype.char not in "df" and array.dtype not in storage_only:
                 array = array.astype(np.float64)  # float64, float32 and storage-only kept
             self._storage = array if array.ndim == 1 else array.reshape(-1)
+        self.offset = 0
         self._set_layout(shape, strides)
 
     def _set_layout(self, shape: UserShape, strides: UserStrides | None) -> None:
@@ -242,6 +286,7 @@ class TensorData:
         read them)."""
         self = cls.__new__(cls)
         self._storage = storage
+        self.offset = 0
         self.shape, self.strides, self._shape, self._strides, self.size, _ = _layout(shape, None)
         self.dims = len(self.shape)
         return self
@@ -253,8 +298,29 @@ class TensorData:
         code that makes one per operation. The storage must hold the view (checked)."""
         self = cls.__new__(cls)
         self._storage = storage
+        self.offset = 0
         self._set_layout(shape, strides)
         return self
+
+    def sliced(self, offset: int, shape: UserShape, strides: UserStrides) -> TensorData:
+        """The view ``(shape, strides)`` whose first entry is at storage position
+        ``offset`` of this one (what :func:`index_view` computes): its storage is this
+        storage from ``offset`` on, cut to the entries the view reaches (a NumPy or
+        device-array slice: shared, not copied), so a contiguous view's storage holds
+        exactly its entries. ``offset`` (counted from the first tensor of the chain) is
+        kept for display."""
+        exact, steps, *_, size, needed = _layout(tuple(shape), tuple(strides))
+        if not size:  # an empty view reads nothing: its offset may lie past the end
+            offset = needed = 0
+        end = offset + needed
+        if offset < 0 or end > len(self._storage):
+            raise ShapeError(
+                f"a view at offset {offset} with shape {exact} and strides {steps} "
+                f"reaches past a storage of {len(self._storage)} values"
+            )
+        view = TensorData.view(self._storage[offset:end], exact, steps)
+        view.offset = self.offset + offset
+        return view
 
     def is_contiguous(self) -> bool:
         """True when the strides are the row-major strides of the shape (dimensions of
@@ -329,19 +395,21 @@ class TensorData:
                 f"of shape {self.shape}"
             )
         # BEGIN SOLUTION 1.1
-        return TensorData(
+        view = TensorData(
             self._storage,
             tuple(self.shape[d] for d in order),
             tuple(self.strides[d] for d in order),
         )
         # END SOLUTION
+        view.offset = self.offset
+        return view
 
     def tuple(self) -> tuple[Storage, tuple[int, ...], tuple[int, ...]]:
         """``(storage, shape, strides)``, what the backend kernels take."""
         return self._storage, self.shape, self.strides
 
     def to_string(self) -> str:
-        return f"TensorData(shape={self.shape}, strides={self.strides})"
+        return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
 
     def __repr__(self) -> str:
         return self.to_string()

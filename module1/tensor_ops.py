@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 UnaryFn = Callable[[float], float]
 BinaryFn = Callable[[float, float], float]
+Ordinals = np.ndarray
+"""Row-major entry numbers (int64) into a tensor's shape: what advanced indexing
+selects (see ``module1.indexing``)."""
 
 
 # ## A float function the backend lifts (beyond module0.operators)
@@ -86,6 +89,20 @@ class TensorOps:
         broadcast: ``(..., n, m) @ (..., m, p) -> (..., n, p)``."""
         raise NotImplementedError
 
+    @staticmethod
+    def gather(a: Tensor, ordinals: Ordinals) -> Tensor:
+        """A new tensor of ``ordinals.shape`` whose entry ``j`` (in row-major order) is
+        the entry of ``a`` numbered ``ordinals.flat[j]`` in ``a``'s row-major order:
+        what advanced indexing reads (``ordinals`` are int64, in range)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def scatter_add(d: Tensor, ordinals: Ordinals, shape: tuple[int, ...]) -> Tensor:
+        """A new tensor of ``shape``: zeros, plus each entry of ``d`` (of
+        ``ordinals.shape``) added at the entry numbered by its ordinal; entries that
+        several ordinals name receive the sum. The adjoint of :meth:`gather`."""
+        raise NotImplementedError
+
 
 class TensorBackend:
     """Every specialised operation the tensor functions need, built from one TensorOps.
@@ -126,6 +143,10 @@ class TensorBackend:
         self.max_reduce = ops.reduce(operators.max, -math.inf)
 
         self.matrix_multiply = ops.matrix_multiply
+
+        # Advanced indexing.
+        self.gather = ops.gather
+        self.scatter_add = ops.scatter_add
 
     def __repr__(self) -> str:
         return f"TensorBackend({self.name})"
@@ -292,6 +313,47 @@ def tensor_matrix_multiply(
     # END SOLUTION
 
 
+# ## Task 1.6: gather and scatter-add
+
+
+def tensor_gather(
+    out: Storage,
+    a_storage: Storage,
+    a_shape: Shape,
+    a_strides: Strides,
+    ordinals: Ordinals,
+) -> None:
+    """The kernel of advanced indexing: ``out[j]`` (``out`` is a new contiguous storage
+    of ``len(ordinals)`` entries) is the entry of ``a`` whose row-major number in
+    ``a_shape`` is ``ordinals[j]`` (``ordinals`` flat, int64, in range). ``a``'s layout
+    may be anything: find the entry's index, then its storage position."""
+    # BEGIN SOLUTION 1.6
+    a_index = np.zeros(len(a_shape), dtype=np.int32)
+    for j in range(len(ordinals)):
+        to_index(ordinals[j], a_shape, a_index)
+        out[j] = a_storage[index_to_position(a_index, a_strides)]
+    # END SOLUTION
+
+
+def tensor_scatter_add(
+    out: Storage,
+    d_storage: Storage,
+    d_shape: Shape,
+    d_strides: Strides,
+    ordinals: Ordinals,
+) -> None:
+    """The kernel of gather's backward: ``out`` (a contiguous storage of the indexed
+    tensor's shape, zeroed) gets the ``j``-th entry of ``d`` (row-major order of
+    ``d_shape``, any layout) added at position ``ordinals[j]``. An ordinal that appears
+    twice receives both entries: add, never overwrite."""
+    # BEGIN SOLUTION 1.6
+    d_index = np.zeros(len(d_shape), dtype=np.int32)
+    for j in range(len(ordinals)):
+        to_index(j, d_shape, d_index)
+        out[ordinals[j]] += d_storage[index_to_position(d_index, d_strides)]
+    # END SOLUTION
+
+
 # ## The simple backend: the kernels above, called from plain Python
 
 
@@ -335,6 +397,18 @@ class SimpleOps(TensorOps):
     def matrix_multiply(a: Tensor, b: Tensor) -> Tensor:
         out = a.zeros(matmul_shape(a.shape, b.shape))
         tensor_matrix_multiply(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
+        return out
+
+    @staticmethod
+    def gather(a: Tensor, ordinals: Ordinals) -> Tensor:
+        out = a.empty(ordinals.shape)
+        tensor_gather(out._tensor._storage, *a.tuple_arrays(), ordinals.reshape(-1))
+        return out
+
+    @staticmethod
+    def scatter_add(d: Tensor, ordinals: Ordinals, shape: tuple[int, ...]) -> Tensor:
+        out = d.zeros(shape)
+        tensor_scatter_add(out._tensor._storage, *d.tuple_arrays(), ordinals.reshape(-1))
         return out
 
 

@@ -43,6 +43,10 @@ WATCHED: dict[str, tuple[Path, ...]] = {
         _ROOT / "module2" / "compiled_ops.py",
         _ROOT / "module2" / "vector_math.py",
     ),
+    str(_ROOT / "module2" / "fast_index.py"): (
+        _ROOT / "module1" / "tensor_data.py",
+        _ROOT / "module2" / "compiled_ops.py",
+    ),
     str(_ROOT / "module4" / "fast_conv.py"): (_ROOT / "module4" / "conv_paths.py",),
     str(_ROOT / "module2" / "fast_matmul.py"): (
         _ROOT / "module0" / "operators.py",

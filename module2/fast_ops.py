@@ -46,7 +46,7 @@ from module1.tensor_ops import (
     tensor_zip,
     zip_output,
 )
-from module2 import cache
+from module2 import cache, fast_index
 from module2.compiled_ops import (  # the kernels' building blocks: see that file
     BINARY_OPS,
     PARALLEL_MIN,
@@ -401,6 +401,14 @@ class FastOps(TensorOps):
             b = FastTensorBackend.id_map(b)  # rows of b contiguous: the inner loop vectorizes
         tensor_matrix_multiply_kernel(*out.tuple_arrays(), *a.tuple_arrays(), *b.tuple_arrays())
         return out
+
+    @staticmethod
+    def gather(a: Tensor, ordinals: np.ndarray) -> Tensor:
+        return fast_index.gather(a, ordinals)
+
+    @staticmethod
+    def scatter_add(d: Tensor, ordinals: np.ndarray, shape: tuple[int, ...]) -> Tensor:
+        return fast_index.scatter_add(d, ordinals, shape)
 
 
 FastTensorBackend = TensorBackend(FastOps)

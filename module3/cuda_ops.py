@@ -552,6 +552,18 @@ class CudaOps(TensorOps):
         )  # fmt: skip
         return out
 
+    @staticmethod
+    def gather(a: Tensor, ordinals: np.ndarray) -> Tensor:
+        from module3 import cuda_index  # it imports this module
+
+        return cuda_index.gather(a, ordinals)
+
+    @staticmethod
+    def scatter_add(d: Tensor, ordinals: np.ndarray, shape: tuple[int, ...]) -> Tensor:
+        from module3 import cuda_index
+
+        return cuda_index.scatter_add(d, ordinals, shape)
+
 
 CudaTensorBackend = TensorBackend(CudaOps)
 """The backend of stage 3: ``tensor(..., backend=CudaTensorBackend)``."""

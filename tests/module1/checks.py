@@ -1626,3 +1626,204 @@ def train_steps(rng: np.random.Generator) -> Any:
         return {"losses": losses, "parameters": [p.value.to_numpy() for p in model.parameters()]}
 
     return raised(run)
+
+
+# -- 1.6 indexing: views, gather, scatter-add --------------------------------------------
+
+
+def _basic_key(rng: np.random.Generator, shape: Shape) -> tuple[Any, ...]:
+    """A user's basic key for ``shape``: ints (negative too), slices with steps 1 to 3
+    and bounds past the ends, None; sometimes an Ellipsis for trailing dimensions."""
+    key: list[Any] = []
+    for size in shape:
+        kind = rng.choice(["int", "slice", "slice", "none"])
+        if kind == "int":
+            key.append(int(rng.integers(-size, size)))
+            continue
+        if kind == "none":
+            key.append(None)
+        bounds = [None if rng.random() < 0.3 else int(rng.integers(-size - 1, size + 2))
+                  for _ in range(2)]  # fmt: skip
+        step = None if rng.random() < 0.3 else int(rng.integers(1, 4))
+        key.append(slice(bounds[0], bounds[1], step))
+    if rng.random() < 0.3:
+        cut = int(rng.integers(0, len(key) + 1))
+        key = [*key[:cut], Ellipsis]
+    return tuple(key)
+
+
+def _upstream_on(rng: np.random.Generator, shape: Shape, backend: Any) -> Any:
+    """:func:`_upstream` on ``backend`` (a gradient's backward runs on its backend)."""
+    values = _values(rng, shape, -2.0, 2.0, ties=False)
+    return _make(values, _layout(rng, len(shape)), backend)
+
+
+def _key_repr(key: tuple[Any, ...]) -> str:
+    return repr(key)
+
+
+def _index_backend() -> Any:
+    """The NumPy backend with the student's gather and scatter-add (SimpleOps, 1.6): the
+    1.6 checks through tensors then run no kernel of 1.3."""
+    if "index" in _BACKENDS:
+        return _BACKENDS["index"]
+    from module1.tensor_ops import SimpleOps, TensorBackend
+
+    numpy_ops = _numpy_backend().ops
+
+    class IndexOps(numpy_ops):  # type: ignore[misc, valid-type]
+        gather = SimpleOps.gather
+        scatter_add = SimpleOps.scatter_add
+
+    _BACKENDS["index"] = TensorBackend(IndexOps)
+    return _BACKENDS["index"]
+
+
+@check("1.6")
+def index_view(rng: np.random.Generator) -> Any:
+    """The view's offset, shape and strides (those of its dimensions longer than 1:
+    the others' strides never matter) for normalised keys over gapped, permuted
+    layouts."""
+    from module1.indexing import parse_key
+    from module1.tensor_data import index_view as view
+
+    cases = []
+    for _ in range(14):
+        shape = _shape(rng, 1, 4, 5)
+        _, strides = _strided(np.zeros(shape), _layout(rng, len(shape)))
+        key = parse_key(shape, _basic_key(rng, shape)).basic
+        cases.append((shape, strides, key))
+
+    def run(shape: Shape, strides: tuple[int, ...], key: tuple[Any, ...]) -> Any:
+        offset, out_shape, out_strides = view(shape, strides, key)
+        kept = [int(s) for s, n in zip(out_strides, out_shape, strict=True) if int(n) > 1]
+        return int(offset), [int(n) for n in out_shape], kept
+
+    inputs = [(s, st, _key_repr(k)) for s, st, k in cases]
+    return {"inputs": inputs, "out": [raised(lambda c=c: run(*c)) for c in cases]}
+
+
+@check("1.6", "Tensor.__getitem__basic")
+@_given_indexing
+def getitem_basic(rng: np.random.Generator) -> Any:
+    """``x[key]`` for basic keys: the values, whether the result shares x's storage, and
+    x's gradient for a random upstream gradient; then ``x[key] = v`` (no graph)."""
+    backend = _index_backend()
+    cases = []
+    for _ in range(8):
+        shape = _shape(rng, 1, 3, 4, min_size=2)
+        key = _basic_key(rng, shape)
+        values = _values(rng, shape)
+        layout = _layout(rng, len(shape))
+        want_shape = np.zeros(shape)[key].shape
+        upstream = _upstream_on(rng, want_shape, backend)
+        fill = np.round(rng.uniform(-9, 9, want_shape[-1:] if want_shape else ()), 3)
+        cases.append((shape, key, values, layout, upstream, fill))
+
+    def run(shape: Shape, key: Any, values: np.ndarray, layout: Layout, upstream: Any,
+            fill: np.ndarray) -> Any:  # fmt: skip
+        from module0.autodiff import no_grad
+        from module1.tensor import from_numpy
+
+        x = _make(values, layout, backend, True)
+        out = x[key]
+        shared = bool(np.shares_memory(out._tensor._storage, x._tensor._storage))
+        value = out.to_numpy()
+        out.backward(upstream)
+        with no_grad():
+            x[key] = from_numpy(fill, backend)
+        return {"value": value, "shares": shared, "grad": x.grad.to_numpy(), "after": x.to_numpy()}
+
+    inputs = [(c[0], _key_repr(c[1])) for c in cases]
+    return {"inputs": inputs, "out": [raised(lambda c=c: run(*c)) for c in cases]}
+
+
+def _ordinal_case(rng: np.random.Generator) -> tuple[Shape, Layout, np.ndarray]:
+    shape = _shape(rng, 1, 3, 4)
+    size = math.prod(shape)
+    count = int(rng.integers(0, 2 * size + 1))
+    picks = rng.integers(0, size, count)
+    if count > 1:  # repeats, always
+        picks[-1] = picks[0]
+    return shape, _layout(rng, len(shape)), picks.astype(np.int64)
+
+
+@check("1.6")
+@_given_indexing
+def tensor_gather(rng: np.random.Generator) -> Any:
+    """The kernel called directly: inputs in gapped, permuted layouts, ordinals with
+    repeats (an empty list too); the output starts as a marker value."""
+    from module1.tensor_ops import tensor_gather as gather
+
+    cases = [_ordinal_case(rng) for _ in range(10)]
+
+    def run(shape: Shape, layout: Layout, ordinals: np.ndarray) -> Any:
+        values = np.arange(1.0, 1.0 + math.prod(shape)).reshape(shape)
+        storage, strides = _strided(values, layout)
+        out = np.full(len(ordinals), _UNSET)
+        gather(out, storage, _ints(shape), _ints(strides), ordinals)
+        return out
+
+    inputs = [(s, la, o.tolist()) for s, la, o in cases]
+    return {"inputs": inputs, "out": [raised(lambda c=c: run(*c)) for c in cases]}
+
+
+@check("1.6")
+@_given_indexing
+def tensor_scatter_add(rng: np.random.Generator) -> Any:
+    """The kernel called directly: the gradient in a gapped, permuted layout of the
+    ordinals' shape, repeated ordinals (their entries must add up)."""
+    from module1.tensor_ops import tensor_scatter_add as scatter_add
+
+    cases = []
+    for _ in range(10):
+        shape, _, ordinals = _ordinal_case(rng)
+        rows = int(rng.integers(1, 3)) if len(ordinals) % 2 == 0 and len(ordinals) else 1
+        d_shape = (rows, len(ordinals) // rows)
+        cases.append((shape, ordinals, _values(rng, d_shape), _layout(rng, 2)))
+
+    def run(shape: Shape, ordinals: np.ndarray, d: np.ndarray, layout: Layout) -> Any:
+        storage, strides = _strided(d, layout)
+        out = np.zeros(math.prod(shape))
+        scatter_add(out, storage, _ints(d.shape), _ints(strides), ordinals)
+        return out
+
+    inputs = [(s, o.tolist()) for s, o, _, _ in cases]
+    return {"inputs": inputs, "out": [raised(lambda c=c: run(*c)) for c in cases]}
+
+
+@check("1.6", "Tensor.__getitem__advanced")
+@_given_indexing
+def getitem_advanced(rng: np.random.Generator) -> Any:
+    """``x[key]`` for integer lists (repeats, negatives), tensors of whole numbers and
+    boolean masks, mixed with slices: values and x's gradient (repeats add up)."""
+    from module1.tensor import from_numpy
+
+    backend = _index_backend()
+    cases = []
+    for i in range(8):
+        shape = _shape(rng, 2, 3, 4, min_size=2)
+        picks = [int(v) for v in rng.integers(-shape[0], shape[0], int(rng.integers(1, 6)))]
+        kinds: list[Any] = [
+            (picks,),
+            (slice(None), [0, -1, 0]),
+            (np.asarray(rng.random(shape[:2]) < 0.5),),
+            (from_numpy(np.array(picks, dtype=np.float64), backend), slice(1, None)),
+        ]
+        key = kinds[i % len(kinds)]
+        values = _values(rng, shape)
+        want_shape = np.zeros(shape)[
+            tuple(k.to_numpy().astype(int) if hasattr(k, "_tensor") else k for k in key)
+        ].shape
+        cases.append((shape, key, values, _layout(rng, len(shape)),
+                      _upstream_on(rng, want_shape, backend)))  # fmt: skip
+
+    def run(shape: Shape, key: Any, values: np.ndarray, layout: Layout, upstream: Any) -> Any:
+        x = _make(values, layout, backend, True)
+        out = x[key]
+        value = out.to_numpy()
+        out.backward(upstream)
+        return {"value": value, "grad": x.grad.to_numpy()}
+
+    inputs = [(c[0], _key_repr(c[1])[:80]) for c in cases]
+    return {"inputs": inputs, "out": [raised(lambda c=c: run(*c)) for c in cases]}
