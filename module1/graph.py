@@ -328,27 +328,38 @@ def graph_nodes(
     return sorted(nodes.values(), key=lambda n: last[n.key])
 
 
-def saved_total(output: Tensor) -> int:
+def saved_total(output: Tensor) -> tuple[int, int]:
     """The bytes the whole graph of ``output`` keeps for backward, each storage counted
-    once (0 for parts backward already freed)."""
+    once (nothing for parts backward already freed), and how many of them are the
+    leaves' own storage (parameters, inputs: kept alive anyway)."""
+    tensors = _collect(output)
     found: dict[int, int] = {}
-    for t in _collect(output):
+    for t in tensors:
         found |= _saved(t) or {}
-    return sum(found.values())
+    leaves: dict[int, int] = {}
+    for t in tensors:
+        if t.history is None:
+            _buffers(t, leaves)
+    return sum(found.values()), sum(n for k, n in found.items() if k in leaves)
 
 
 # ## Text and picture
 
 
 def format_bytes(n: int | None) -> str:
-    """``"1,536 B"`` below 10 KiB, else ``"12.3 KiB"`` / ``"4.5 MiB"``; ``"freed"``."""
+    """``"1,536 B"`` below 10 KiB, then ``"12.3 KiB"``, from 1 MiB ``"4.5 MiB"``;
+    ``"freed"`` for None (what backward released)."""
     if n is None:
         return "freed"
     if n < 10 * 1024:
         return f"{n:,} B"
-    if n < 10 * 1024**2:
+    if n < 1024**2:
         return f"{n / 1024:.1f} KiB"
     return f"{n / 1024**2:.1f} MiB"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -366,7 +377,7 @@ def graph_summary(
     nodes = graph_nodes(output, modules, depth)
     rows = [("name", "op", "shape", "dtype", "saved", "grad norm")]
     for node in nodes:
-        op = f"{node.op} x{node.ops}" if node.kind == "module" else node.op
+        op = _count(node.ops, "op") if node.kind == "module" else node.op
         rows.append((
             node.name, op, _shape(node.shape), node.dtype,
             format_bytes(node.saved_bytes) if node.kind in ("op", "module") else "",
@@ -376,10 +387,11 @@ def graph_summary(
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "-" * len(lines[0]))
     ops = sum(n.ops for n in nodes)
-    total = saved_total(output)
+    total, of_leaves = saved_total(output)
     lines.append(
-        f"{len(nodes)} nodes, {ops} operations; kept for backward: {format_bytes(total)} "
-        "(each storage once)"
+        f"{len(nodes)} nodes, {_count(ops, 'operation')}; kept for backward: "
+        f"{format_bytes(total)}, each storage counted once ({format_bytes(of_leaves)} "
+        "of it leaves' storage: parameters, inputs, constants)"
     )
     return "\n".join(lines)
 
@@ -390,9 +402,9 @@ def _label(node: GraphNode) -> str:
     if node.kind == "op" and node.name:
         lines[0] = f"{node.op}"
     if node.kind == "module":
-        extra = f"{node.ops} ops"
+        extra = _count(node.ops, "op")
         if node.params:
-            extra += f", {node.params} params"
+            extra += ", " + _count(node.params, "param")
         lines.append(extra)
     if node.kind in ("op", "module") and node.saved_bytes != 0:
         lines.append(f"saved {format_bytes(node.saved_bytes)}")
