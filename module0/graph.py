@@ -13,6 +13,8 @@ each layer's boxes ordered to keep arrows short, every box sized to its text.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,20 +52,25 @@ def check_size(count: int, what: str, advice: str) -> None:
 
 
 def layers(boxes: Sequence[Box], floating: frozenset[str]) -> dict[int, int]:
-    """Each box's layer: one more than its deepest input's (sources at 0); a source
-    whose kind is in ``floating`` moves to just before its first consumer instead, so
-    a constant or a bias enters next to where it is used. ``boxes`` must be ordered
-    inputs before users (creation order is)."""
+    """Each box's layer: one more than its deepest input's (sources at 0). A source
+    whose kind is in ``floating``, and a box that reads only such (a weight's
+    transpose), moves down to just before its first user instead, so a constant or a
+    bias enters next to where it is used. ``boxes`` must be ordered inputs before users
+    (creation order is)."""
     layer: dict[int, int] = {}
+    users: dict[int, list[int]] = {}
+    afloat: set[int] = set()
     for box in boxes:
         layer[box.key] = 1 + max((layer[k] for k in box.inputs), default=-1)
-    first_use: dict[int, int] = {}
-    for box in boxes:
+        users[box.key] = []
         for k in box.inputs:
-            first_use[k] = min(first_use.get(k, layer[box.key]), layer[box.key])
-    for box in boxes:
-        if not box.inputs and box.kind in floating and box.key in first_use:
-            layer[box.key] = max(layer[box.key], first_use[box.key] - 1)
+            users[k].append(box.key)
+        if all(k in afloat for k in box.inputs) if box.inputs else box.kind in floating:
+            afloat.add(box.key)
+    for box in reversed(boxes):  # users first, so a floating chain moves as one
+        if box.key in afloat and users[box.key]:
+            first_use = min(layer[u] for u in users[box.key])
+            layer[box.key] = max(layer[box.key], first_use - 1)
     return layer
 
 
@@ -99,6 +106,39 @@ def _orders(
     return rows
 
 
+def _bands(
+    rows: list[list[int]],
+    thick: list[float],
+    inputs: dict[int, list[int]],
+    gap: float,
+    widest: float,
+    max_width: float,
+) -> list[int]:
+    """The band each layer goes into: the layers cut into ``count`` runs of about equal
+    height, ``count`` making the drawing about square but no wider than ``max_width``
+    (0: one band); each cut at the layer boundary fewest arrows cross near its ideal
+    place."""
+    total = sum(thick) + gap * (len(rows) - 1)
+    fits = int((max_width + 0.5) // (widest + 0.8)) if max_width else 1
+    count = max(1, min(fits, round(math.sqrt(total / max(widest, 0.5) / 1.2)), len(rows)))
+    band = [0] * len(rows)
+    if count == 1:
+        return band
+    crossing = [len([i for k in rows[n + 1] for i in inputs[k]]) for n in range(len(rows) - 1)]
+    ends = list(itertools.accumulate(t + gap for t in thick))
+    cuts: list[int] = []
+    for b in range(1, count):
+        ideal = total * b / count
+        window = [n for n in range(len(rows) - 1) if abs(ends[n] - ideal) < total / count / 3]
+        window = [n for n in window if not cuts or n > cuts[-1]] or [
+            min(range(len(rows) - 1), key=lambda n: abs(ends[n] - ideal))
+        ]
+        cuts.append(min(window, key=lambda n: (crossing[n], abs(ends[n] - ideal))))
+    for n in range(len(rows)):
+        band[n] = sum(1 for c in cuts if n > c)
+    return band
+
+
 def render(
     boxes: Sequence[Box],
     path: str | Path,
@@ -108,12 +148,15 @@ def render(
     floating: frozenset[str] = frozenset({"const"}),
     fontsize: float = 8.0,
     dpi: int = 110,
+    max_width: float = 9.0,
 ) -> Path:
     """Draw ``boxes`` (ordered inputs before users) to the PNG ``path``: layers left to
     right (``"LR"``) or top to bottom (``"TB"``), arrows from each input to its user.
 
     An arrow that skips layers runs through a waypoint in each layer it crosses, laid
-    out like a narrow box, so it passes between boxes rather than through them."""
+    out like a narrow box, so it passes between boxes rather than through them. A tall
+    top-to-bottom drawing is folded into side-by-side bands (up to ``max_width``
+    inches wide, as square as that allows), cut where fewest arrows cross."""
     layer = layers(boxes, floating)
     inputs: dict[int, list[int]] = {}
     keys = [box.key for box in boxes]
@@ -142,17 +185,30 @@ def render(
     heading = 0.3 if title else 0.0
     spans = [sum(size[k][across] for k in row) + gap_across * (len(row) - 1) for row in rows]
     widest = max(spans, default=0.0)
+    thick = [max((size[k][1 - across] for k in row), default=0.0) for row in rows]
+    band = _bands(rows, thick, inputs, gap_along, widest, max_width if direction == "TB" else 0)
+    band_gap = 0.5
+    title_h = heading
+    lanes = max((sum(len(inputs[k]) for k in rows[n]) for n in range(1, len(rows))
+                 if band[n] != band[n - 1]), default=0)  # fmt: skip
+    heading += 0.06 * lanes  # room above the bands for the arrows between them
     centre: dict[int, tuple[float, float]] = {}
+    bottom: list[float] = []  # where each band ends along the flow
     depth = margin
-    for row, span in zip(rows, spans, strict=True):
-        thick = max((size[k][1 - across] for k in row), default=0.0)
-        offset = margin + (widest - span) / 2
+    for n, (row, span) in enumerate(zip(rows, spans, strict=True)):
+        if n and band[n] != band[n - 1]:
+            bottom.append(depth - gap_along)
+            depth = margin
+        offset = margin + (widest - span) / 2 + band[n] * (widest + band_gap)
         for k in row:
-            a, b = depth + thick / 2, offset + size[k][across] / 2
+            a, b = depth + thick[n] / 2, offset + size[k][across] / 2
             centre[k] = (a, b + heading) if direction == "LR" else (b, a + heading)
             offset += size[k][across] + gap_across
-        depth += thick + gap_along
-    extent = (depth - gap_along + margin, widest + 2 * margin)
+        depth += thick[n] + gap_along
+    bottom.append(depth - gap_along)
+    count = band[-1] + 1 if band else 1
+    below = 0.06 * lanes + 0.06 if lanes else 0.0  # room under the bands for those arrows
+    extent = (max(bottom) + margin + below, count * widest + (count - 1) * band_gap + 2 * margin)
     width, height = extent if direction == "LR" else extent[::-1]
     width = max(width, 2.0)
     # Imported here: matplotlib takes about a second to import, and only drawing needs it.
@@ -172,8 +228,26 @@ def render(
         sign = 1 if out else -1
         return (x + sign * w / 2, y) if direction == "LR" else (x, y + sign * h / 2)
 
+    # Arrows from one band to the next go down past the band's end, across the gap and
+    # up over the next band's top, each in a lane of its own: the arrow from the
+    # rightmost box nearest the bands, so no two cross (sources and targets in one order).
+    lane: dict[tuple[int, int], int] = {}
+    for n in range(1, len(rows)):
+        if band[n] != band[n - 1]:
+            pairs = [(i, k) for k in rows[n] for i in inputs[k]]
+            pairs.sort(key=lambda p: (-centre[p[0]][0], -centre[p[1]][0]))
+            lane |= {p: j for j, p in enumerate(pairs)}
     for route in routes:
-        points = [port(route[0], True), *(centre[k] for k in route[1:-1]), port(route[-1], False)]
+        points = [port(route[0], True)]
+        for a, b in itertools.pairwise(route):
+            end = port(b, False) if b == route[-1] else centre[b]
+            if band[layer[a]] != band[layer[b]]:
+                n, j = band[layer[a]], lane[a, b]
+                low = bottom[n] + heading + 0.12 + 0.06 * j
+                top = title_h + 0.06 * (lanes - j)
+                gap = margin + (n + 1) * (widest + band_gap) - band_gap / 2 + 0.06 * j
+                points += [(points[-1][0], low), (gap, low), (gap, top), (end[0], top)]
+            points.append(end)
         ax.add_patch(
             FancyArrowPatch(
                 path=Line(points),
@@ -199,7 +273,7 @@ def render(
         ax.text(x, y, box.label, ha="center", va="center", fontsize=fontsize,
                 family="DejaVu Sans Mono", linespacing=1.25)  # fmt: skip
     if title:
-        ax.text(width / 2, heading / 2 + 0.05, title, ha="center", va="center",
+        ax.text(width / 2, title_h / 2 + 0.05, title, ha="center", va="center",
                 fontsize=fontsize + 2)  # fmt: skip
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

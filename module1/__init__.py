@@ -7,7 +7,8 @@ plus the names below (``mt.tensor``, ``mt.Tensor``, ``mt.MLP``, ...).
 from module0 import *  # noqa: F403
 from module0 import __all__ as _stage0
 from module1.grad_check import grad_check
-from module1.graph import draw_graph, graph_summary, record_modules  # draws Scalars too
+from module1.graph import draw_graph as draw_graph  # stage 0's name, drawing tensors too
+from module1.graph import graph_summary, record_modules
 from module1.shape_ops import cat, chunk, masked_fill, narrow, split, stack, where
 from module1.tensor import (
     Tensor,

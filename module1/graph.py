@@ -416,10 +416,10 @@ def _label(node: GraphNode) -> str:
 def draw_graph(
     output: Any,
     path: str | Path,
+    title: str | None = None,
     *,
     modules: Module | Mapping[str, Tensor] | None = None,
     depth: int | None = 1,
-    title: str | None = None,
     direction: Literal["LR", "TB"] = "TB",
 ) -> Path:
     """Write the graph that produced ``output`` to ``path`` (PNG) and return the path.

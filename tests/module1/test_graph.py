@@ -223,7 +223,7 @@ def test_too_big_graphs_are_refused_with_advice(tmp_path: Path) -> None:
     y = x
     for _ in range(130):
         y = y * 1.01
-    with pytest.raises(ValueError, match="262 nodes.*smaller expression"):
+    with pytest.raises(ValueError, match=r"262 nodes.*smaller expression"):
         draw_graph(y.sum(), tmp_path / "big.png")
     assert not (tmp_path / "big.png").exists()
 
