@@ -220,8 +220,9 @@ def graph_nodes(
     """The graph that produced ``output`` as nodes, inputs before users.
 
     ``modules``: a Module names the leaves that are its parameters (``"h0.attn.c_attn.
-    weight"``) and, when its forward ran inside :func:`record_modules`, collapses every
-    module call at depth > ``depth`` (the outermost call is depth 0) into one node;
+    weight"``) and, when its forward ran inside :func:`record_modules` (the latest such
+    block for that Module counts), collapses every module call at depth > ``depth``
+    (the outermost call is depth 0) into one node;
     ``depth=None`` collapses nothing. A mapping ``name -> tensor`` names leaves only.
     Other leaves are named by their ``name``, else ``"input"`` (wants a gradient) or
     ``"const"``.
