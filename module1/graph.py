@@ -434,12 +434,17 @@ def draw_graph(
         return draw_scalar_graph(output, path, title=title)
     nodes = graph_nodes(output, modules, depth)
     recorded = isinstance(modules, Module) and modules in _recordings
-    advice = (
-        f"pass a smaller depth than {depth} to collapse more modules into boxes"
-        if recorded
-        else "run the model inside record_modules(model) and pass modules=model, depth=0 "
-        "to draw its modules as boxes, or draw a smaller expression"
-    )
+    if not recorded:
+        advice = (
+            "run the model inside record_modules(model) and pass modules=model, depth=0 "
+            "to draw its modules as boxes, or draw a smaller expression"
+        )
+    elif depth is None:
+        advice = "pass depth=1 (or 0) to collapse modules into boxes"
+    elif depth > 0:
+        advice = f"pass a smaller depth than {depth} to collapse more modules into boxes"
+    else:
+        advice = "draw a smaller model or expression (depth=0 collapses all it can)"
     check_size(len(nodes), "nodes", advice)
     boxes = [Box(n.key, _label(n), n.kind, n.inputs) for n in nodes]
     return render(

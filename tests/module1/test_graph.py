@@ -240,6 +240,8 @@ def test_too_big_graphs_are_refused_with_advice(tmp_path: Path) -> None:
         out = model(from_numpy(np.ones((1, 2)))).sum()
     with pytest.raises(ValueError, match="smaller depth than 1"):
         draw_graph(out, tmp_path / "deep.png", modules=model, depth=1)
+    with pytest.raises(ValueError, match=r"pass depth=1 \(or 0\)"):
+        draw_graph(out, tmp_path / "deep.png", modules=model, depth=None)
     assert len(graph_nodes(out, modules=model, depth=0)) == 3  # input, Deep.inner, Sum
     assert png_size(draw_graph(out, tmp_path / "deep.png", modules=model, depth=0))[0] > 100
 
