@@ -14,6 +14,9 @@ One matplotlib script draws every figure the stage READMEs link to:
 - ``half_formats.png``: float32, bfloat16 and float16 bit by bit, and bfloat16 as the
   upper half of a float32 (6).
 
+(The computation-graph figures, ``graph_*.png``, are drawn by the framework itself:
+``docs/graphs.py``.)
+
 The figures are diagrams, not data: everything is drawn from fixed coordinates with the
 Agg backend, so a run gives the same files. Regenerate them all with::
 

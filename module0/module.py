@@ -9,10 +9,15 @@ descendant.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from module0.errors import ParameterNameError
+
+call_hook: Callable[[Module, tuple[Any, ...], dict[str, Any]], Any] | None = None
+"""While stage 1's ``record_modules`` records which Module made which graph node, the
+function every ``Module.__call__`` goes through (it runs ``forward``); None otherwise,
+so a call costs one comparison more when no one records."""
 
 
 class Parameter:
@@ -172,7 +177,9 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        if call_hook is None:
+            return self.forward(*args, **kwargs)
+        return call_hook(self, args, kwargs)  # module1.graph.record_modules is recording
 
     def to(self, dtype: Any) -> Module:
         """Convert, in place, every parameter of the tree and every other tensor a module

@@ -7,6 +7,8 @@ plus the names below (``mt.tensor``, ``mt.Tensor``, ``mt.MLP``, ...).
 from module0 import *  # noqa: F403
 from module0 import __all__ as _stage0
 from module1.grad_check import grad_check
+from module1.graph import draw_graph as draw_graph  # stage 0's name, drawing tensors too
+from module1.graph import graph_summary, record_modules
 from module1.indexing import ModifiedError
 from module1.shape_ops import cat, chunk, masked_fill, narrow, split, stack, where
 from module1.tensor import (
@@ -46,6 +48,8 @@ __all__ = [
     "split",
     "stack",
     "where",
+    "graph_summary",
+    "record_modules",
     "MLP",
     "BackendError",
     "DtypeError",
