@@ -205,8 +205,7 @@ class BatchNorm1d(_BatchNorm):
         c = self.num_features
         if x.dims not in (2, 3) or x.shape[1] != c:
             raise ShapeError(
-                f"BatchNorm1d({c}): expected input of shape (N, {c}) or (N, {c}, L), "
-                f"got {x.shape}"
+                f"BatchNorm1d({c}): expected input of shape (N, {c}) or (N, {c}, L), got {x.shape}"
             )
         return x.shape[0], c, x.shape[2] if x.dims == 3 else 1
 

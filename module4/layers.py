@@ -13,9 +13,10 @@ tensors, so stage 0's optimizers and stage 2's fused ones train them unchanged.
   layer's output shape and parameter count for an input shape.
 * **State dicts.** :func:`state_dict` maps each parameter's dotted name to a NumPy copy
   of its value, and each buffer's (state no optimizer trains: a BatchNorm's running
-  statistics, listed by a module's ``buffer_names``) the same way; :func:`save` writes one to ``.npz`` atomically (a temporary file in the
-  same folder, renamed over the target, so an interrupted save never leaves a half
-  file), and :func:`load` checks every name and shape before it changes anything.
+  statistics, listed by a module's ``buffer_names``) the same way; :func:`save` writes
+  one to ``.npz`` atomically (a temporary file in the same folder, renamed over the
+  target, so an interrupted save never leaves a half file), and :func:`load` checks
+  every name and shape before it changes anything.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from project import train_digits
 from project.cnn_train import FitConfig, Split, fit
 from project.digits_data import digits_split
 
-pytestmark = pytest.mark.task4_6
+task = pytest.mark.task4_6
 
 BACKENDS = {"simple": SimpleBackend, "fast": FastTensorBackend}
 TOL = {np.float64: 1e-10, np.float32: 2e-5}
@@ -102,6 +102,7 @@ def np_running(batches: list[np.ndarray], momentum: float | None) -> tuple[Any, 
 # -- the statistics and the training forward ---------------------------------------------
 
 
+@task
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_channel_stats_are_the_mean_and_biased_variance(backend: str, dtype: Any) -> None:
@@ -115,6 +116,7 @@ def test_channel_stats_are_the_mean_and_biased_variance(backend: str, dtype: Any
     np.testing.assert_allclose(var.to_numpy().reshape(3), want_var, rtol=tol, atol=tol)
 
 
+@task
 def test_channel_stats_are_stable_for_a_channel_with_a_large_mean() -> None:
     """``E[x^2] - E[x]^2`` loses every digit here in float32; centring first keeps them."""
     x = 1e4 + np.random.default_rng(1).normal(scale=0.1, size=(8, 2, 16))
@@ -122,6 +124,7 @@ def test_channel_stats_are_stable_for_a_channel_with_a_large_mean() -> None:
     np.testing.assert_allclose(var.to_numpy().reshape(2), np_stats(x)[1], rtol=1e-2)
 
 
+@task
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -136,6 +139,7 @@ def test_training_forward_matches_numpy(backend: str, dtype: Any, shape: tuple[i
     np.testing.assert_allclose(got.to_numpy(), np_train(x, w, b), rtol=tol, atol=tol)
 
 
+@task
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_training_forward_of_a_non_contiguous_input(backend: str) -> None:
     rng = np.random.default_rng(2)
@@ -149,6 +153,7 @@ def test_training_forward_of_a_non_contiguous_input(backend: str) -> None:
     np.testing.assert_allclose(layer(view).to_numpy(), want, rtol=1e-10, atol=1e-10)
 
 
+@task
 @given(seed=st.integers(0, 2**16), channel=st.integers(0, 2), shift=st.floats(-50, 50),
        scale=st.floats(0.05, 20))  # fmt: skip
 @settings(max_examples=25, deadline=None)
@@ -168,6 +173,7 @@ def test_training_output_ignores_a_shift_and_a_scale_of_a_channel(
 # -- running statistics, evaluation mode -------------------------------------------------
 
 
+@task
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("momentum", [0.1, 0.6, None])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -186,6 +192,7 @@ def test_running_statistics_follow_a_numpy_loop(
     np.testing.assert_allclose(layer.running_var.to_numpy(), var, rtol=1e-10, atol=1e-12)
 
 
+@task
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_eval_mode_normalizes_with_the_running_statistics(backend: str) -> None:
     rng = np.random.default_rng(4)
@@ -207,6 +214,7 @@ def test_eval_mode_normalizes_with_the_running_statistics(backend: str) -> None:
     np.testing.assert_allclose(layer.running_mean.to_numpy(), mean, rtol=1e-10)
 
 
+@task
 def test_eval_gradients_treat_the_running_statistics_as_constants() -> None:
     rng = np.random.default_rng(5)
     layer = BatchNorm2d(2, backend=SimpleBackend)
@@ -223,6 +231,7 @@ def test_eval_gradients_treat_the_running_statistics_as_constants() -> None:
     grad_check(f, x, t(rng.normal(size=2)), t(rng.normal(size=2)))
 
 
+@task
 def test_without_running_statistics_eval_uses_the_batch() -> None:
     rng = np.random.default_rng(6)
     layer = BatchNorm1d(3, track_running_stats=False, backend=SimpleBackend)
@@ -235,6 +244,7 @@ def test_without_running_statistics_eval_uses_the_batch() -> None:
     np.testing.assert_allclose(layer(t(x)).to_numpy(), np_train(x, w, b), rtol=1e-10, atol=1e-10)
 
 
+@task
 def test_update_running_stats_uses_the_unbiased_variance() -> None:
     rm, rv = t(np.array([1.0, -2.0])), t(np.array([4.0, 0.5]))
     mean, var = t(np.array([3.0, 0.0])), t(np.array([2.0, 6.0]))
@@ -243,6 +253,7 @@ def test_update_running_stats_uses_the_unbiased_variance() -> None:
     np.testing.assert_allclose(new_var.to_numpy(), [0.75 * 4 + 0.25 * 8 / 3, 0.375 + 0.25 * 8.0])
 
 
+@task
 def test_affine_false_has_no_parameters_and_normalizes() -> None:
     layer = BatchNorm1d(2, affine=False, backend=SimpleBackend)
     assert layer.parameters() == []
@@ -254,6 +265,7 @@ def test_affine_false_has_no_parameters_and_normalizes() -> None:
 # -- gradients ---------------------------------------------------------------------------
 
 
+@task
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_backward_matches_central_differences(backend: str, shape: tuple[int, ...]) -> None:
@@ -270,12 +282,14 @@ def test_backward_matches_central_differences(backend: str, shape: tuple[int, ..
     grad_check(f, t(x, be), t(rng.normal(size=shape[1]), be), t(rng.normal(size=shape[1]), be))
 
 
+@task
 def test_backward_of_a_non_contiguous_input_and_without_affine() -> None:
     rng = np.random.default_rng(9)
     view = t(rng.normal(size=(6, 3))).permute(1, 0)  # (3, 6) stored as (6, 3)
     grad_check(BatchNorm1d(6, affine=False, backend=SimpleBackend), view)
 
 
+@task
 def test_backward_is_the_compact_formula_in_one_function() -> None:
     """One BatchNormFun node in the graph; its backward gives x, weight and bias their
     gradients (the statistics are constants to autograd)."""
@@ -303,6 +317,7 @@ def test_backward_is_the_compact_formula_in_one_function() -> None:
     np.testing.assert_allclose((dx * xh).sum(axis=(0, 2)), 0.0, atol=1e-12)
 
 
+@task
 def test_float32_gradients_stay_float32() -> None:
     rng = np.random.default_rng(11)
     layer = BatchNorm2d(2, backend=FastTensorBackend).float()
@@ -316,6 +331,7 @@ def test_float32_gradients_stay_float32() -> None:
 # -- errors ------------------------------------------------------------------------------
 
 
+@task
 def test_a_batch_of_one_is_refused_in_training_and_fine_in_eval() -> None:
     layer = BatchNorm2d(8, backend=SimpleBackend)
     with pytest.raises(ValueError, match=r"BatchNorm2d: training needs more than one value "
@@ -330,6 +346,7 @@ def test_a_batch_of_one_is_refused_in_training_and_fine_in_eval() -> None:
 
 
 def test_wrong_shapes_name_the_layer_the_channels_and_the_shape() -> None:
+    """Given code (ungraded): the layers check their input before any work."""
     with pytest.raises(ShapeError, match=r"BatchNorm2d\(4\): expected input of shape "
                        r"\(N, 4, H, W\), got \(2, 3, 5, 5\)"):  # fmt: skip
         BatchNorm2d(4, backend=SimpleBackend)(t(np.zeros((2, 3, 5, 5))))
@@ -349,6 +366,7 @@ def test_wrong_shapes_name_the_layer_the_channels_and_the_shape() -> None:
 # -- state dicts, models -----------------------------------------------------------------
 
 
+@task
 def test_state_dict_saves_and_loads_the_running_statistics(tmp_path: Path) -> None:
     rng = np.random.default_rng(12)
     model = DigitCNN(size=8, channels=(2, 3), hidden=4, seed=0, batchnorm=True)
@@ -368,10 +386,11 @@ def test_state_dict_saves_and_loads_the_running_statistics(tmp_path: Path) -> No
     np.testing.assert_array_equal(fresh(x).to_numpy(), model(x).to_numpy())
     assert fresh.conv2.norm.num_batches_tracked == 3
     del state["conv1.norm.running_mean"]
-    with pytest.raises(StateDictError, match="conv1.norm.running_mean"):
+    with pytest.raises(StateDictError, match=r"conv1\.norm\.running_mean"):
         layers.load_state_dict(fresh, state)
 
 
+@task
 def test_digit_cnn_with_batchnorm_matches_numpy_in_eval_mode() -> None:
     from tests.module4.reference import np_conv, np_maxpool
 
@@ -396,6 +415,7 @@ def test_digit_cnn_with_batchnorm_matches_numpy_in_eval_mode() -> None:
     assert "bias=False) + BatchNorm2d(2" in repr(model.conv1)
 
 
+@task
 def test_a_short_digits_run_with_batchnorm_learns(tmp_path: Path) -> None:
     x_train, y_train, x_test, y_test = digits_split()
     model = DigitCNN(size=8, seed=0, batchnorm=True)
@@ -407,6 +427,7 @@ def test_a_short_digits_run_with_batchnorm_learns(tmp_path: Path) -> None:
     assert result.gate(0.85)[0]
 
 
+@task
 def test_batchnorm_fun_needs_its_stats_as_tensors() -> None:
     """The Function's signature, as the layer calls it: x, weight, bias, mean, var, eps."""
     rng = np.random.default_rng(14)
