@@ -9,6 +9,10 @@ with status 1 unless the gate holds: test accuracy >= 95% and first-layer weight
 moved. Writes ``runs/digits/{log.csv, model.npz, curves.png, confusion.png,
 filters.png, misclassified.png}``. This is the README's main job (``python -m project``).
 
+``--batchnorm`` (task 4.6) puts BatchNorm2d after each convolution and has its own
+gate: test accuracy >= 95% in 8 epochs (the default with it); it writes
+``runs/digits-bn/``.
+
 ``mpiexec -n 2 python -m project.train_digits --ddp`` (stage 6's dist extra) trains the
 same model data-parallel: each rank takes its share of every batch, rank 0 writes.
 """
@@ -35,8 +39,10 @@ from project.guard import require_stages, require_tasks
 
 GATE = 0.95
 """The test accuracy the plain run must reach in its 20 epochs."""
-BN_GATE = 0.95
-"""The test accuracy the ``--batchnorm`` run must reach."""
+BN_GATE, BN_EPOCHS = 0.95, 8
+"""The ``--batchnorm`` run's gate: the same accuracy in 8 epochs (the plain model's
+8-epoch runs end between 94.7% and 96.9%, seeds 0 to 2; with batch normalization it
+passes 95% after 3 to 4 epochs)."""
 
 
 def images_to_input(x: npt.NDArray[np.float64]) -> Tensor:
@@ -50,15 +56,23 @@ def parser() -> argparse.ArgumentParser:
     )
     add_run_args(p, epochs=20, lr=3e-3)
     add_ddp_args(p)
-    p.add_argument("--gate", type=float, default=None,
-                   help=f"test accuracy to reach ({GATE}; {BN_GATE} with --batchnorm)")  # fmt: skip
-    p.add_argument("--batchnorm", action="store_true",
-                   help="BatchNorm2d after each convolution (task 4.6); writes OUT/digits-bn/")  # fmt: skip
+    p.add_argument(
+        "--gate", type=float, default=None,
+        help=f"test accuracy to reach ({GATE}; {BN_GATE} in {BN_EPOCHS} epochs with --batchnorm)",
+    )  # fmt: skip
+    p.add_argument(
+        "--batchnorm", action="store_true",
+        help="BatchNorm2d after each convolution (task 4.6); writes OUT/digits-bn/",
+    )  # fmt: skip
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.batchnorm:  # its own default length, unless --epochs says otherwise
+        p.set_defaults(epochs=BN_EPOCHS)
+        args = p.parse_args(argv)
     require_stages(0, 1, 2, 4)
     if args.batchnorm:
         require_tasks("4.6")

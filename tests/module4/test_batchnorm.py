@@ -436,3 +436,14 @@ def test_batchnorm_fun_needs_its_stats_as_tensors() -> None:
     y = BatchNormFun.apply(x, t(np.ones((1, 2, 1))), t(np.zeros((1, 2, 1))), mean, var, 1e-5)
     np.testing.assert_allclose(y.to_numpy(), np_train(x.to_numpy(), np.ones(2), np.zeros(2)),
                                rtol=1e-10, atol=1e-12)  # fmt: skip
+
+
+@task
+def test_the_digits_script_with_batchnorm_writes_its_own_run(tmp_path: Path) -> None:
+    args = ["--batchnorm", "--epochs", "1", "--gate", "0.5", "--no-figures", "--out", str(tmp_path)]
+    assert train_digits.main(args) == 0
+    rows = (tmp_path / "digits-bn" / "log.csv").read_text().splitlines()
+    assert len(rows) == 2 and float(rows[-1].split(",")[4]) >= 0.5
+    with np.load(tmp_path / "digits-bn" / "model.npz") as saved:
+        assert int(saved["conv2.norm.num_batches_tracked"]) == 45
+        assert "conv1.bias" not in saved.files
