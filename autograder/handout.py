@@ -37,7 +37,8 @@ STAGES = (
           "or, slowly, on Numba's CUDA simulator (the tests use it by themselves)"),
     Stage(4, "convolutional networks", "conv1d/conv2d forward and backward as "
           "parallel kernels, pooling, max/argmax, softmax, dropout, losses, layers, "
-          "state dicts; CNNs trained on real handwritten digits"),
+          "state dicts, (optional) batch normalization; CNNs trained on real "
+          "handwritten digits"),
     Stage(5, "attention and a small GPT", "LayerNorm and GELU with their own "
           "backward, a masked softmax and attention, multi-head attention, a GPT with "
           "KV-cache generation, AdamW, clipping, a cosine schedule, a character "

@@ -164,7 +164,7 @@ KEYS: tuple[str, ...] = (
     "module3/cuda_optim.py:cuda:9721eeb3fd60a51e022d",
     "module3/cuda_optim.py:math:4e54c3c033c17dbb2372",
     "module3/cuda_optim.py:sgd_kernel:16548d8db159e3cc0ec3",
-    "module4/__init__.py:<module>:836460333bd4c256b2bd",
+    "module4/__init__.py:<module>:8e1252dff553bb626150",
     "module4/__init__.py:<module>:e52c3f8f27d09fe13171",
     "module4/fast_conv.py:<module>:456ea23e57187b11f940",
     "module4/fast_conv.py:<module>:57b39cbe02c2ee922191",

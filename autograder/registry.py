@@ -370,6 +370,19 @@ TASKS: tuple[Task, ...] = (
         functions=("module4.models:DigitCNN.forward", "module4.models:SentenceCNN.forward"),
     ),
     Task(
+        id="4.6",
+        title="Batch normalization",
+        points=10,
+        optional=True,
+        files=("module4/batchnorm.py",),
+        functions=(
+            "module4.batchnorm:channel_stats",
+            "module4.batchnorm:BatchNormFun.forward",
+            "module4.batchnorm:BatchNormFun.backward",
+            "module4.batchnorm:update_running_stats",
+        ),
+    ),
+    Task(
         id="5.1",
         title="LayerNorm and GELU",
         points=10,

@@ -3,15 +3,17 @@
 ``import module4 as mt`` gives the whole framework: everything of stages 0 to 3 plus
 ``conv1d`` / ``conv2d`` (:mod:`module4.fast_conv`), pooling, ``max`` / ``argmax``,
 ``softmax`` / ``logsoftmax`` and ``dropout`` (:mod:`module4.nn`), the losses
-(:mod:`module4.losses`), the layers and state dicts (:mod:`module4.layers`) and the two
-milestone networks (:mod:`module4.models`). ``Linear`` is now stage 4's, with He or
+(:mod:`module4.losses`), the layers and state dicts (:mod:`module4.layers`),
+``BatchNorm1d`` / ``BatchNorm2d`` (:mod:`module4.batchnorm`) and the two milestone
+networks (:mod:`module4.models`). ``Linear`` is now stage 4's, with He or
 Xavier initialisation; ``nn.max`` (gradient to one maximal entry, like ``torch.max``)
 is not exported by name, so ``from module4 import *`` keeps Python's ``max``.
 """
 
 from module3 import *  # noqa: F403
 from module3 import __all__ as _stage3
-from module4 import layers, losses, nn
+from module4 import batchnorm, layers, losses, nn
+from module4.batchnorm import BatchNorm1d, BatchNorm2d
 from module4.fast_conv import conv1d, conv2d
 from module4.layers import (
     AvgPool2d,
@@ -37,6 +39,8 @@ __all__ = [
     *(name for name in _stage3 if name != "Linear"),
     "Linear",
     "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
     "Conv1d",
     "Conv2d",
     "DigitCNN",
@@ -49,6 +53,7 @@ __all__ = [
     "Sequential",
     "argmax",
     "avgpool2d",
+    "batchnorm",
     "binary_cross_entropy",
     "conv1d",
     "conv2d",

@@ -12,9 +12,11 @@ tensors, so stage 0's optimizers and stage 2's fused ones train them unchanged.
 * **Sequential** runs its layers in order and :meth:`Sequential.summary` lists each
   layer's output shape and parameter count for an input shape.
 * **State dicts.** :func:`state_dict` maps each parameter's dotted name to a NumPy copy
-  of its value; :func:`save` writes one to ``.npz`` atomically (a temporary file in the
-  same folder, renamed over the target, so an interrupted save never leaves a half
-  file), and :func:`load` checks every name and shape before it changes anything.
+  of its value, and each buffer's (state no optimizer trains: a BatchNorm's running
+  statistics, listed by a module's ``buffer_names``) the same way; :func:`save` writes
+  one to ``.npz`` atomically (a temporary file in the same folder, renamed over the
+  target, so an interrupted save never leaves a half file), and :func:`load` checks
+  every name and shape before it changes anything.
 """
 
 from __future__ import annotations
@@ -410,24 +412,55 @@ class StateDictError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+def _buffers(module: Module) -> list[tuple[str, Module, str]]:
+    """Every buffer of the tree as (dotted name, the module holding it, its attribute),
+    in the order of ``named_parameters``: this module's own, then each child's.
+
+    A buffer is state a module keeps beside its parameters and no optimizer trains (a
+    BatchNorm's running mean and variance, a tensor, and its batch count, an int); a
+    module lists the attributes that hold its buffers in ``buffer_names``."""
+    found = [(name, module, name) for name in getattr(module, "buffer_names", ())]
+    for child_name, child in module._modules.items():
+        found += [(f"{child_name}.{name}", owner, attr) for name, owner, attr in _buffers(child)]
+    return found
+
+
+def named_buffers(module: Module) -> list[tuple[str, Any]]:
+    """Every buffer of the tree (see :func:`_buffers`) by dotted name, with its value."""
+    return [(name, getattr(owner, attr)) for name, owner, attr in _buffers(module)]
+
+
+def _buffer_array(value: Any) -> npt.NDArray[Any]:
+    """A buffer as a NumPy copy: a tensor's values, or an int as a 0-d int64 array."""
+    return np.array(value.to_numpy()) if isinstance(value, Tensor) else np.array(value, np.int64)
+
+
 def state_dict(module: Module) -> dict[str, Array]:
-    """Every parameter of ``module`` by dotted name, as a NumPy copy of its value."""
+    """Every parameter of ``module`` by dotted name, as a NumPy copy of its value; then
+    (given code) every buffer, such as a BatchNorm's running statistics, the same way."""
+    state: dict[str, Array] = {}
     # BEGIN SOLUTION 4.4
-    return {name: np.array(p.value.to_numpy()) for name, p in module.named_parameters()}
+    for name, p in module.named_parameters():
+        state[name] = np.array(p.value.to_numpy())
     # END SOLUTION
+    for name, value in named_buffers(module):
+        state[name] = _buffer_array(value)
+    return state
 
 
 def load_state_dict(module: Module, state: dict[str, Any]) -> None:
     """Set every parameter of ``module`` from ``state`` (dotted name -> array), each in
-    the dtype the parameter has (as PyTorch's ``load_state_dict`` copies into it).
+    the dtype the parameter has (as PyTorch's ``load_state_dict`` copies into it); then
+    (given code) every buffer the same way.
 
     All checks come first, so a bad state dict changes nothing: missing and unexpected
     names raise StateDictError listing them; a shape that differs raises ShapeError
     naming the parameter and both shapes.
     """
     params = dict(module.named_parameters())
-    missing = sorted(set(params) - set(state))
-    unexpected = sorted(set(state) - set(params))
+    buffers = {name: (owner, attr) for name, owner, attr in _buffers(module)}
+    missing = sorted((set(params) | set(buffers)) - set(state))
+    unexpected = sorted(set(state) - set(params) - set(buffers))
     if missing or unexpected:
         raise StateDictError(
             f"state dict does not fit {type(module).__name__}: missing {missing}, "
@@ -439,11 +472,21 @@ def load_state_dict(module: Module, state: dict[str, Any]) -> None:
             raise ShapeError(
                 f"parameter {name!r}: the model has shape {p.value.shape}, the state dict {shape}"
             )
+    for name, (owner, attr) in buffers.items():
+        shape, want = tuple(np.shape(state[name])), _buffer_array(getattr(owner, attr)).shape
+        if shape != want:
+            raise ShapeError(f"buffer {name!r}: the model has shape {want}, the state dict {shape}")
     # BEGIN SOLUTION 4.4
     for name, p in params.items():
         value = np.array(state[name], dtype=p.value.dtype)
         p.update(from_numpy(value, p.value.backend))
     # END SOLUTION
+    for name, (owner, attr) in buffers.items():
+        old = getattr(owner, attr)
+        if isinstance(old, Tensor):
+            setattr(owner, attr, from_numpy(np.array(state[name], old.dtype), old.backend))
+        else:
+            setattr(owner, attr, int(np.asarray(state[name])))
 
 
 def save(module: Module, path: str | Path) -> Path:

@@ -28,12 +28,43 @@ from module1.tensor_data import ShapeError
 from module1.tensor_ops import TensorBackend
 from module2.fast_ops import FastTensorBackend
 from module4 import nn
+from module4.batchnorm import BatchNorm2d
+from module4.fast_conv import conv2d
 from module4.layers import Conv1d, Conv2d, Dropout, Embedding, Flatten, Linear
+
+
+class Conv2dBN(Conv2d):
+    """A Conv2d without bias followed by :class:`~module4.batchnorm.BatchNorm2d` of its
+    output channels (``norm``): the normalization subtracts each channel's mean, so a
+    bias before it would cancel out (its gradient is zero) and BatchNorm's own ``bias``
+    takes its place. ``weight`` keeps its name, so code that reads a conv layer's
+    weights reads this one's."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int,
+        padding: int = 0,
+        rng: np.random.Generator | None = None,
+        backend: TensorBackend = FastTensorBackend,
+    ) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, padding=padding, rng=rng,
+                         backend=backend)  # fmt: skip
+        del self._parameters["bias"]
+        self.norm = BatchNorm2d(out_channels, backend=backend)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.norm(conv2d(x, self.weight.value, self.stride, self.padding))
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", bias=False) + {self.norm!r}"
 
 
 class DigitCNN(Module):
     """A small CNN for ``size``×``size`` grey digits (``size`` divisible by 4):
-    ``forward`` maps ``(batch, 1, size, size)`` to ``(batch, classes)`` logits."""
+    ``forward`` maps ``(batch, 1, size, size)`` to ``(batch, classes)`` logits.
+    ``batchnorm``: BatchNorm2d after each convolution, before its ReLU."""
 
     def __init__(
         self,
@@ -44,6 +75,7 @@ class DigitCNN(Module):
         dropout: float = 0.25,
         seed: int = 0,
         backend: TensorBackend = FastTensorBackend,
+        batchnorm: bool = False,
     ) -> None:
         super().__init__()
         if size < 4 or size % 4:
@@ -51,8 +83,10 @@ class DigitCNN(Module):
         rng = np.random.default_rng(seed)
         c1, c2 = channels
         self.size = size
-        self.conv1 = Conv2d(1, c1, 3, padding=1, rng=rng, backend=backend)
-        self.conv2 = Conv2d(c1, c2, 3, padding=1, rng=rng, backend=backend)
+        conv = Conv2dBN if batchnorm else Conv2d
+        self.conv1 = conv(1, c1, 3, padding=1, rng=rng, backend=backend)
+        self.conv2 = conv(c1, c2, 3, padding=1, rng=rng, backend=backend)
+        self.batchnorm = batchnorm
         self.flatten = Flatten()
         self.dropout = Dropout(dropout, seed=seed)
         self.hidden = Linear(c2 * (size // 4) ** 2, hidden, rng=rng, backend=backend)

@@ -85,6 +85,17 @@ def require_stages(*stages: int) -> None:
         _leave(message)
 
 
+def require_tasks(*task_ids: str) -> None:
+    """Exit with the one-line message unless each of these tasks is done (for an
+    optional task a script's option needs: ``train_digits --batchnorm`` and 4.6)."""
+    from autograder.registry import get_task
+    from autograder.status import still_stubbed
+
+    for task_id in task_ids:
+        if still_stubbed(get_task(task_id), ROOT):
+            _leave(not_done_message(task_id))
+
+
 def _leave(message: str) -> None:
     sys.stdout.flush()
     print(message, file=sys.stderr, flush=True)

@@ -9,6 +9,10 @@ with status 1 unless the gate holds: test accuracy >= 95% and first-layer weight
 moved. Writes ``runs/digits/{log.csv, model.npz, curves.png, confusion.png,
 filters.png, misclassified.png}``. This is the README's main job (``python -m project``).
 
+``--batchnorm`` (task 4.6) puts BatchNorm2d after each convolution and has its own
+gate: test accuracy >= 95% in 8 epochs (the default with it); it writes
+``runs/digits-bn/``.
+
 ``mpiexec -n 2 python -m project.train_digits --ddp`` (stage 6's dist extra) trains the
 same model data-parallel: each rank takes its share of every batch, rank 0 writes.
 """
@@ -31,7 +35,14 @@ from project import warm_cache
 from project.cnn_train import Split, add_run_args, config_from, run_gated
 from project.digits_data import digits_split
 from project.dist import add_ddp_args, ranks_from
-from project.guard import require_stages
+from project.guard import require_stages, require_tasks
+
+GATE = 0.95
+"""The test accuracy the plain run must reach in its 20 epochs."""
+BN_GATE, BN_EPOCHS = 0.95, 8
+"""The ``--batchnorm`` run's gate: the same accuracy in 8 epochs. Measured on seeds 0
+to 2: it ends at 96.4% to 97.2% and passes 95% at the 3rd epoch; the plain model's
+8-epoch runs end at 94.7% to 96.9%."""
 
 
 def images_to_input(x: npt.NDArray[np.float64]) -> Tensor:
@@ -45,20 +56,34 @@ def parser() -> argparse.ArgumentParser:
     )
     add_run_args(p, epochs=20, lr=3e-3)
     add_ddp_args(p)
-    p.add_argument("--gate", type=float, default=0.95, help="test accuracy to reach (0.95)")
+    p.add_argument(
+        "--gate", type=float, default=None,
+        help=f"test accuracy to reach ({GATE}; {BN_GATE} in {BN_EPOCHS} epochs with --batchnorm)",
+    )  # fmt: skip
+    p.add_argument(
+        "--batchnorm", action="store_true",
+        help="BatchNorm2d after each convolution (task 4.6); writes OUT/digits-bn/",
+    )  # fmt: skip
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.batchnorm:  # its own default length, unless --epochs says otherwise
+        p.set_defaults(epochs=BN_EPOCHS)
+        args = p.parse_args(argv)
     require_stages(0, 1, 2, 4)
+    if args.batchnorm:
+        require_tasks("4.6")
+    gate = args.gate if args.gate is not None else (BN_GATE if args.batchnorm else GATE)
     ranks = ranks_from(args)  # --ddp: this rank among mpiexec's
     # One process compiles the kernels from the other end; ranks compile side by side.
     warming = warm_cache.warming(args.dtype) if ranks.comm is None else nullcontext()
     with warming:
         console = Console(soft_wrap=True, quiet=not ranks.lead)
         x_train, y_train, x_test, y_test = digits_split()
-        model = DigitCNN(size=8, seed=args.seed)
+        model = DigitCNN(size=8, seed=args.seed, batchnorm=args.batchnorm)
         model.to(args.dtype)  # the summary runs in it
         console.print(model_summary(model))
         return run_gated(
@@ -66,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             model.conv1.weight,
             Split(x_train, y_train),
             Split(x_test, y_test),
-            config_from(args, "digits", args.gate),
+            config_from(args, "digits-bn" if args.batchnorm else "digits", gate),
             images_to_input,
             console,
             ranks,

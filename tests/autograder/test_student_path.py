@@ -137,6 +137,22 @@ def test_a_script_names_the_missing_task_in_one_line(
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+def test_only_the_option_that_needs_an_optional_task_waits_for_it(tmp_path: Path) -> None:
+    """Stages 0 to 4 done but the optional 4.6 (batch normalization): the scripts that
+    need stage 4 do not wait for it, and the digits script's ``--batchnorm`` names it
+    before any work."""
+    tree = tmp_path / "tree"
+    write_handout(ROOT, tree, through=4)
+    done = {t.id for t in TASKS if t.stage in (0, 1, 2, 4) and t.id != "4.6"}
+    fill_from_reference(tree, done)
+    proc = run_in(tree, "-m", "project.train_digits", "--batchnorm")
+    assert proc.returncode == EXIT_NOT_DONE, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == "task 4.6 is not done yet: minitorch test 4.6"
+    code = "from project.guard import first_unfinished; print(first_unfinished((0, 1, 2, 4)))"
+    proc = run_in(tree, "-c", code)
+    assert proc.stdout.strip() == "None", proc.stdout + proc.stderr
+
+
 def test_a_stub_reached_at_run_time_gives_the_same_line(stage0: Path) -> None:
     code = "import project, module0.operators as o; o.mul(1.0, 2.0)"
     proc = run_in(stage0, "-c", code)

@@ -1524,3 +1524,162 @@ def float32_losses_dropout_and_state_dicts(rng: np.random.Generator) -> Any:
     answer["dropout"] = raised(dropout_run)
     answer["load_state_dict"] = raised(state_run)
     return answer
+
+
+# == 4.6 batch normalization ============================================================
+# As tests/module4/test_batchnorm.py: NumPy's statistics of each channel over every
+# dimension but 1, PyTorch's running estimates (the unbiased batch variance, momentum or
+# the plain average), gradients of ``sum(y * g)``; both dtypes, non-contiguous inputs.
+
+_BN_SHAPES = ((5, 3), (4, 2, 6), (3, 2, 4, 5), (2, 4, 1, 3))
+"""BatchNorm1d's (N, C) and (N, C, L), BatchNorm2d's (N, C, H, W), as the tests'."""
+
+
+def _bn_cases(rng: np.random.Generator, n: int = 6) -> list[dict[str, Any]]:
+    """Inputs of every kind of shape (the tests' and drawn ones), both dtypes, random
+    storage orders, random weights and biases; a large mean in cases 2 and 6 (float64:
+    in float32 the rounding of the mean alone moves the answer past any tolerance)."""
+    cases = []
+    for i in range(n):
+        if i < len(_BN_SHAPES):
+            shape: Shape = _BN_SHAPES[i]
+        else:
+            dims = int(rng.integers(2, 5))
+            shape = tuple(int(s) for s in (rng.integers(2, 5), *rng.integers(1, 5, dims - 1)))
+        mean = 100.0 if i % 4 == 2 else float(rng.normal())
+        scale = 0.1 if i % 4 == 2 else float(rng.uniform(0.5, 3.0))
+        cases.append({
+            "x": mean + scale * rng.normal(size=shape), "order": _order(rng, len(shape)),
+            "w": rng.normal(size=shape[1]), "b": rng.normal(size=shape[1]),
+            "eps": float(rng.choice([1e-5, 1e-3])), "dtype": (np.float64, np.float32)[i % 2],
+        })  # fmt: skip
+    return cases
+
+
+def _bn_layer(shape: Shape, backend: Any, dtype: Any, **options: Any) -> Any:
+    from module4.batchnorm import BatchNorm1d, BatchNorm2d
+
+    kind = BatchNorm2d if len(shape) == 4 else BatchNorm1d
+    return kind(shape[1], backend=backend, **options).to(dtype)
+
+
+def _bn_inputs(shape: Shape) -> dict[str, Any]:
+    return {"shape": list(shape)}
+
+
+@check("4.6", rtol=2e-5, atol=2e-5)
+def channel_stats(rng: np.random.Generator) -> Any:
+    """Each channel's mean and biased variance of ``(N, C, S)`` inputs, shape
+    ``(1, C, 1)``, in the input's dtype; a channel with a large mean (centre first)."""
+    from module4.batchnorm import channel_stats as fn
+
+    out = []
+    for c in _bn_cases(rng, 8):
+        x = c["x"].reshape(c["x"].shape[0], c["x"].shape[1], -1)
+        order = _order(rng, 3)
+
+        def go(x: Array = x, c: dict[str, Any] = c, order: Shape = order) -> Any:
+            mean, var = fn(_make(x, _simple(), order, dtype=c["dtype"]))
+            return [_read(mean), _read(var)]
+
+        out.append(raised(go))
+    return out
+
+
+@check("4.6", "channel_stats.large_mean", rtol=1e-2, atol=1e-6)
+def channel_stats_large_mean(rng: np.random.Generator) -> Any:
+    """float32 channels around 1e4 with a spread of 0.1, as the test's: the variance of
+    the centred values keeps two digits, ``E[x^2] - E[x]^2`` none."""
+    from module4.batchnorm import channel_stats as fn
+
+    out = []
+    for _ in range(3):
+        shape = (int(rng.integers(4, 10)), int(rng.integers(1, 4)), int(rng.integers(8, 20)))
+        x = 1e4 + rng.normal(scale=0.1, size=shape)
+        out.append(
+            raised(lambda x=x: [_read(v) for v in fn(_make(x, _simple(), dtype=np.float32))])
+        )
+    return out
+
+
+@check("4.6", "BatchNormFun.forward", rtol=2e-5, atol=2e-5)
+def batchnorm_forward(rng: np.random.Generator) -> Any:
+    """The training forward of BatchNorm1d and BatchNorm2d (the batch's statistics,
+    weight and bias); a batch of one refused in training (ValueError)."""
+    out = []
+    for c in _bn_cases(rng):
+        shape, d = c["x"].shape, c["dtype"]
+
+        def go(c: dict[str, Any] = c, shape: Shape = shape, d: Any = d) -> Any:
+            backend = _simple()
+            layer = _bn_layer(shape, backend, d, eps=c["eps"])
+            layer.weight.update(_make(c["w"], backend, dtype=d))
+            layer.bias.update(_make(c["b"], backend, dtype=d))
+            y = layer(_make(c["x"], backend, c["order"], dtype=d))
+            return [str(y.dtype), _read(y)]
+
+        out.append({"inputs": _bn_inputs(shape), "out": raised(go)})
+    x = rng.normal(size=(1, 3, 1, 1))
+    out.append({"one": raised(lambda: _read(_bn_layer((1, 3, 1, 1), _simple(), np.float64)(
+        _make(x, _simple()))))})  # fmt: skip
+    return out
+
+
+@check("4.6", "BatchNormFun.backward", rtol=1e-4, atol=1e-5)
+def batchnorm_backward(rng: np.random.Generator) -> Any:
+    """The gradients of ``sum(y * g)`` for the input, the weight and the bias (and for
+    the input alone without ``affine``)."""
+    out = []
+    for i, c in enumerate(_bn_cases(rng)):
+        shape, d = c["x"].shape, c["dtype"]
+        g = rng.normal(size=shape)
+        affine = i != 3
+
+        def go(c: dict[str, Any] = c, shape: Shape = shape, d: Any = d, g: Array = g,
+               affine: bool = affine) -> Any:  # fmt: skip
+            backend = _simple()
+            layer = _bn_layer(shape, backend, d, eps=c["eps"], affine=affine)
+            if affine:
+                layer.weight.update(_make(c["w"], backend, dtype=d))
+                layer.bias.update(_make(c["b"], backend, dtype=d))
+            x = _make(c["x"], backend, c["order"], grad=True, dtype=d)
+            (layer(x) * _make(g, backend, dtype=d)).sum().backward()
+            params = [_grad(p.value) for p in layer.parameters()]
+            return [_grad(x), *params]
+
+        out.append({"inputs": _bn_inputs(shape), "out": raised(go)})
+    return out
+
+
+@check("4.6", rtol=1e-9, atol=1e-12)
+def update_running_stats(rng: np.random.Generator) -> Any:
+    """The new running mean and variance from the batch's mean and (unbiased) variance;
+    then the layers' running estimates after several training steps (momentum 0.1, a
+    drawn one, None: the plain average), their batch count, and the eval forward with
+    them."""
+    from module4.batchnorm import update_running_stats as fn
+
+    out: list[Any] = []
+    for _ in range(3):
+        c = int(rng.integers(1, 6))
+        rm, rv, mean = rng.normal(size=c), rng.uniform(0.1, 3, c), rng.normal(size=c)
+        var, count, factor = rng.uniform(0, 3, c), int(rng.integers(2, 40)), float(rng.random())
+        out.append(raised(lambda a=rm, b=rv, m=mean, v=var, n=count, f=factor: [
+            _read(t) for t in fn(*(_make(z, _simple()) for z in (a, b, m, v)), n, f)]))  # fmt: skip
+    for momentum in (0.1, round(float(rng.uniform(0.2, 0.9)), 3), None):
+        shape = _BN_SHAPES[int(rng.integers(0, len(_BN_SHAPES)))]
+        batches = [float(rng.normal()) + (1 + k) * rng.normal(size=shape) for k in range(3)]
+        x, order = rng.normal(size=shape), _order(rng, len(shape))
+
+        def go(shape: Shape = shape, batches: list[Array] = batches, x: Array = x,
+               momentum: float | None = momentum, order: Shape = order) -> Any:  # fmt: skip
+            backend = _simple()
+            layer = _bn_layer(shape, backend, np.float64, momentum=momentum)
+            for batch in batches:
+                layer(_make(batch, backend, order))
+            layer.eval()
+            return [_read(layer.running_mean), _read(layer.running_var),
+                    int(layer.num_batches_tracked), _read(layer(_make(x, backend)))]  # fmt: skip
+
+        out.append({"inputs": {"shape": list(shape), "momentum": momentum}, "out": raised(go)})
+    return out

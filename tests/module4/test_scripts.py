@@ -44,3 +44,21 @@ def test_glove_needs_sst(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         train_sentiment.main(["--glove", str(tmp_path / "g.txt")])
     assert exit_info.value.code == 2
+
+
+def test_compare_runs_draws_the_logs_and_names_a_missing_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from project import compare_runs
+
+    for name, accs in (("a", (0.5, 0.8)), ("b", (0.7, 0.9))):
+        (tmp_path / name).mkdir()
+        rows = ["epoch,train_loss,train_acc,test_loss,test_acc,seconds"]
+        rows += [f"{e},{1 / e},{acc},{1.2 / e},{acc},0.1" for e, acc in enumerate(accs, 1)]
+        (tmp_path / name / "log.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "both.png"
+    assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert compare_runs.read_log(tmp_path / "b")["test_acc"] == [0.7, 0.9]
+    assert compare_runs.main([str(tmp_path / "c"), "--out", str(out)]) == 2
+    assert "c/log.csv does not exist" in capsys.readouterr().out

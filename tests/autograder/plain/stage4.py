@@ -1,4 +1,4 @@
-"""Plain solutions of tasks 4.1 and 4.2: what a student may write for full marks.
+"""Plain solutions of tasks 4.1, 4.2 and 4.6: what a student may write for full marks.
 
 Loop nests straight from the definitions in ``module4/README.md``: a ``prange`` over
 (image, output channel) pairs for the forward pass, over (image, input channel) pairs
@@ -130,6 +130,43 @@ for o in prange(out_channels):
                 grad_weight[o, c, kh, kw] = total
 """
 
+# Task 4.6, from module4/README.md alone: the statistics of a channel as a row of the
+# (C, N * S) matrix, the backward with means instead of sums.
+CHANNEL_STATS = """
+n, c, s = x.shape
+rows = x.permute(1, 0, 2).contiguous().view(c, n * s)
+mean = rows.mean(1, keepdim=True)
+var = ((rows - mean) ** 2).mean(1, keepdim=True)
+return mean.view(1, c, 1), var.view(1, c, 1)
+"""
+
+BATCHNORM_FORWARD = """
+r = 1.0 / (var + eps) ** 0.5
+xhat = (x - mean) * r
+ctx.save_for_backward(xhat, r, weight)
+return xhat * weight + bias
+"""
+
+BATCHNORM_BACKWARD = """
+xhat, r, weight = ctx.saved_values
+n, c, s = d.shape
+g = d * weight
+mean_g = g.mean(0, keepdim=True).mean(2, keepdim=True)
+mean_gx = (g * xhat).mean(0, keepdim=True).mean(2, keepdim=True)
+dx = (g - mean_g - xhat * mean_gx) * r
+dweight = (d * xhat).sum(2, keepdim=True).sum(0, keepdim=True)
+dbias = d.sum(2, keepdim=True).sum(0, keepdim=True)
+return dx, dweight, dbias, None, None
+"""
+
+UPDATE_RUNNING_STATS = """
+unbiased = var * count / (count - 1)
+return (
+    running_mean + (mean - running_mean) * factor,
+    running_var + (unbiased - running_var) * factor,
+)
+"""
+
 BODIES: dict[tuple[str, str], str] = {
     ("4.1", "conv1d_forward"): CONV1D_FORWARD,
     ("4.1", "conv1d_backward_input"): CONV1D_BACKWARD_INPUT,
@@ -137,4 +174,8 @@ BODIES: dict[tuple[str, str], str] = {
     ("4.2", "conv2d_forward"): CONV2D_FORWARD,
     ("4.2", "conv2d_backward_input"): CONV2D_BACKWARD_INPUT,
     ("4.2", "conv2d_backward_weight"): CONV2D_BACKWARD_WEIGHT,
+    ("4.6", "channel_stats"): CHANNEL_STATS,
+    ("4.6", "BatchNormFun.forward"): BATCHNORM_FORWARD,
+    ("4.6", "BatchNormFun.backward"): BATCHNORM_BACKWARD,
+    ("4.6", "update_running_stats"): UPDATE_RUNNING_STATS,
 }
