@@ -225,6 +225,7 @@ TASKS: tuple[Task, ...] = (
         id="1.6",
         title="Indexing and slicing: views, gather and scatter-add",
         points=10,
+        optional=True,
         files=("module1/tensor_data.py", "module1/tensor_ops.py"),
         functions=(
             "module1.tensor_data:index_view",

@@ -214,6 +214,40 @@ class IndexView(Function):
         return grad
 
 
+class Element(Function):
+    """``x[i, j, ...]`` with one int per dimension: a 0-d view of one entry, found with
+    task 1.1's ``index_to_position`` (so element access works before task 1.6 is done,
+    and costs no key parsing); the backward puts the gradient at that entry."""
+
+    @staticmethod
+    def forward(ctx: Context, a: Tensor, index: tuple[int, ...]) -> Tensor:
+        ctx.save_for_backward(a.shape, index)
+        data = a._tensor
+        return a._new(data.sliced(data.index(index), (), ()))
+
+    @staticmethod
+    def backward(ctx: Context, d: Tensor) -> Tensor:
+        shape, index = ctx.saved_values
+        grad = d.zeros(shape)
+        grad._tensor.fill(d.item(), grad._tensor.index(index))
+        return grad
+
+
+def _element_key(shape: tuple[int, ...], key: Any) -> tuple[int, ...] | None:
+    """``key`` as a checked index when it is one int per dimension (negative ones
+    counted from the end), else None."""
+    items = key if isinstance(key, tuple) else (key,)
+    if len(items) != len(shape) or not all(_is_int(i) for i in items):
+        return None
+    index = []
+    for item, size in zip(items, shape, strict=True):
+        i = int(item)
+        if not -size <= i < size:
+            return None  # parse_key says what is wrong
+        index.append(i + size if i < 0 else i)
+    return tuple(index)
+
+
 class Gather(Function):
     """``x[key]`` for an advanced key: the entries the ordinals name, copied; the
     backward scatter-adds the gradient back (entries named twice get the sum)."""
@@ -231,6 +265,9 @@ class Gather(Function):
 
 def getitem(t: Tensor, key: Any) -> Tensor:
     """``t[key]`` (``Tensor.__getitem__``)."""
+    index = _element_key(t.shape, key)
+    if index is not None:
+        return Element.apply(t, index)
     parsed = parse_key(t.shape, key)
     if parsed.basic is not None:
         return IndexView.apply(t, parsed.basic)
@@ -240,7 +277,7 @@ def getitem(t: Tensor, key: Any) -> Tensor:
 # ## Writing: assignment, recorded in the graph
 
 
-VIEWS: tuple[type[Function], ...] = (IndexView, View, Permute)
+VIEWS: tuple[type[Function], ...] = (IndexView, Element, View, Permute)
 """Functions whose result shares its input's storage."""
 
 
@@ -302,8 +339,17 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         v = t.full((), float(value))
     else:
         raise TypeError(f"x[{_key_text(key)}] = value: value must be a number or a Tensor")
-    parsed = parse_key(t.shape, key)
-    if parsed.basic is not None:
+    element = _element_key(t.shape, key)
+    parsed = Key(None, None, _key_text(key)) if element is not None else parse_key(t.shape, key)
+    if element is not None:  # one entry, found with task 1.1's index_to_position
+        if v.shape != ():
+            raise ShapeError(
+                f"x[{parsed.text}] = value: value of shape {v.shape} for one entry; give a "
+                "number or a 0-d tensor (.item() or .view() it)"
+            )
+        t._tensor.fill(v.item(), t._tensor.index(element))
+        ordinals: np.ndarray | None = np.array(np.ravel_multi_index(element, t.shape))
+    elif parsed.basic is not None:
         target = _view(t, parsed.basic)
         if not _fits(v.shape, target.shape):
             raise ShapeError(

@@ -138,27 +138,6 @@ def test_slices_and_ints_pass_their_gradient_back_in_place(dtype: type) -> None:
     grad_check(lambda a: (a[:, 1::2] * a[:, 1::2]).sum(), t(x.astype(np.float64), grad=True))
 
 
-def test_bad_keys_name_the_dimension_the_index_and_the_size() -> None:
-    x = t(np.zeros((2, 3, 4)))
-    cases: list[tuple[Any, str]] = [
-        ((0, 3), "index 3 is out of range for dimension 1 of size 3"),
-        ((slice(None), slice(None), -5), "index -5 is out of range for dimension 2 of size 4"),
-        ((0, 0, 0, 0), "too many indices for a tensor of shape (2, 3, 4): 4 given"),
-        ((slice(None, None, -1),), "steps must be positive"),
-        ((Ellipsis, 0, Ellipsis), "one ellipsis"),
-        (("a",), "cannot index with str"),
-        (([0, 5],), "index 5 is out of bounds for axis 0 with size 2"),
-    ]
-    for key, message in cases:
-        with pytest.raises(IndexingError) as error:
-            x[key]
-        assert message in str(error.value), (key, str(error.value))
-    with pytest.raises(IndexError):  # IndexingError is an IndexError, as Python expects
-        x[5]
-    with pytest.raises(IndexingError, match="whole numbers"):
-        x[t([0.5])]
-
-
 # -- advanced keys: gathers --------------------------------------------------------------
 
 
@@ -271,18 +250,6 @@ def test_assignment_is_in_the_graph() -> None:
     assert v.grad is not None and v.grad.tolist() == [101.0]
 
 
-def test_assignment_is_refused_on_a_leaf_that_needs_its_gradient() -> None:
-    w = t([1.0, 2.0], grad=True)
-    with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
-        w[0] = 5.0
-    with no_grad():  # as an optimizer does
-        w[0] = 5.0
-    assert w.tolist() == [5.0, 2.0]
-    y = w * 2.0
-    with pytest.raises(RuntimeError, match="view"):
-        y[0:1][0] = 1.0
-
-
 def test_a_graph_that_saved_the_old_values_refuses_to_backpropagate() -> None:
     x = t([1.0, 2.0, 3.0], grad=True)
     y = x * 2.0
@@ -343,4 +310,6 @@ def test_element_access_is_a_zero_d_view_and_item_gives_the_float() -> None:
     assert entry.shape == () and entry.item() == 3.0 and float(entry) == 3.0
     x[1, 0] = 30.0
     assert entry.item() == 30.0  # a view: it sees the write
+    row = x[1]  # one int for two dimensions: a basic key (index_view)
+    assert row.tolist() == [30.0, 4.0] and row._tensor.offset == 2
     assert parse_key((2, 2), (1, 0)).basic == (1, 0)
