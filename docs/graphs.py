@@ -3,7 +3,8 @@ framework's own ``draw_graph`` (``module1/graph.py``):
 
 - ``graph_linear.png``: a Linear layer and the binary cross-entropy (stage 1);
 - ``graph_digit_cnn.png``: the digits CNN and its loss, one box per layer (stage 4);
-- ``graph_gpt.png``: a one-block GPT and its loss, the block's parts as boxes (stage 5).
+- ``graph_gpt.png``: a one-block GPT and its loss, the block's parts as boxes (stage 5);
+- ``graph_gpt_block.png``: one block alone, its sub-layers as boxes (stage 5).
 
 Each model runs once inside ``record_modules``, then ``backward(retain_graph=True)``
 keeps what every node saved, so the figure shows both the bytes kept for backward and
@@ -24,7 +25,7 @@ from module1.graph import draw_graph, graph_summary, record_modules
 from module2.fast_ops import FastTensorBackend
 from module4.losses import cross_entropy
 from module4.models import DigitCNN
-from module5.gpt import GPT, GPTConfig
+from module5.gpt import GPT, Block, GPTConfig
 from module5.losses import lm_cross_entropy
 
 OUT_DIR = Path(__file__).resolve().parent / "figures"
@@ -75,8 +76,22 @@ def gpt() -> Path:
                       title="A one-block GPT and its loss, depth=1")  # fmt: skip
 
 
+def gpt_block() -> Path:
+    """Stage 5: one pre-LN block on its own (B, T, C) input, its LayerNorms, attention and
+    MLP as boxes: the two residual adds are the only operations drawn."""
+    rng = np.random.default_rng(0)
+    block = Block(32, 4, 0.0, 1, rng, FastTensorBackend)
+    x = from_numpy(rng.normal(size=(2, 16, 32)), FastTensorBackend).requires_grad_()
+    with record_modules(block):
+        loss = block(x).sum()
+    loss.backward(retain_graph=True)
+    print(graph_summary(loss, modules=block, depth=0), end="\n\n")
+    return draw_graph(loss, OUT_DIR / "graph_gpt_block.png", modules=block, depth=0,
+                      title="One GPT block on x of shape (2, 16, 32), depth=0")  # fmt: skip
+
+
 def main() -> None:
-    for make in (linear, digit_cnn, gpt):
+    for make in (linear, digit_cnn, gpt, gpt_block):
         print(f"wrote {make()}\n")
 
 

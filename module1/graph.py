@@ -410,7 +410,7 @@ def _label(node: GraphNode) -> str:
     if node.kind in ("op", "module") and node.saved_bytes != 0:
         lines.append(f"saved {format_bytes(node.saved_bytes)}")
     if node.grad_norm is not None:
-        lines.append(f"|grad| {node.grad_norm:#.3g}")
+        lines.append(f"|grad| {node.grad_norm:.3g}")
     return "\n".join(lines)
 
 
