@@ -55,7 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     rel.add_argument("--no-verify", dest="verify", action="store_false",
                      help="skip the verification: fine for a copy of your own (a "
                      "self-learner's, a draft), never for handing out")  # fmt: skip
-    grade = sub.add_parser("grade", help="grade an untrusted submission")
+    grade = sub.add_parser(
+        "grade",
+        help="grade an untrusted submission (the instructor's grader: it runs from the "
+        "reference; in a handout, minitorch status gives your points)",
+    )
     grade.add_argument("submission", type=Path)
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
     grade.add_argument("--stage", type=int, default=None, help="grade only this stage")
@@ -162,8 +166,15 @@ def _main(argv: Sequence[str] | None) -> int:
                 "yellow")  # fmt: skip
         return 0
     if args.command == "grade":
-        from autograder.grade import Limits, grade_to
+        from autograder.grade import Limits, grade_to, require_reference, selected_tasks
+        from autograder.paths import ROOT
 
+        try:  # a handout cannot grade: the checks' answers come from the reference
+            require_reference(ROOT, selected_tasks(ROOT, args.stage, args.tasks))
+        except (ValueError, KeyError) as exc:
+            advice = "In a handout, your score is what minitorch status shows."
+            say(console, f"{exc}. {advice}", "no grade issued:", "red")
+            return 2
         limits = Limits(args.per_test_timeout, args.task_timeout, args.memory_mb or None,
                         args.cache_mb)  # fmt: skip
         report = grade_to(

@@ -82,10 +82,19 @@ def _key_text(key: object) -> str:
     return ", ".join(parts)
 
 
-def _as_index_array(item: Any, text: str) -> np.ndarray:
-    """A Tensor (whole numbers) or a list as a NumPy index array."""
+def _as_index_array(item: Any, text: str, like: tuple[int, ...] = ()) -> np.ndarray:
+    """A Tensor (whole numbers) or a list as a NumPy index array. A tensor of 0s and 1s
+    shaped like the dimensions it would mask (``like``) is refused as ambiguous:
+    ``x[x > 2]`` means a mask, but comparisons give float tensors of 0.0 and 1.0, which
+    would read as the indices 0 and 1."""
     if hasattr(item, "_tensor"):
         values = item.to_numpy()
+        if values.ndim and values.shape == like[: values.ndim] and np.isin(values, (0, 1)).all():
+            raise IndexingError(
+                f"x[{text}]: a tensor of 0s and 1s shaped like x's dimensions is ambiguous "
+                "(comparisons such as x > 2 give float tensors): for a mask pass "
+                "(x > 2).bool(); for the indices 0 and 1 pass a list or an int array"
+            )
         whole = values.astype(np.int64)
         if not np.array_equal(whole, values):
             raise IndexingError(
@@ -141,7 +150,12 @@ def parse_key(shape: tuple[int, ...], key: Any) -> Key:
             if item.step is not None and not (_is_int(item.step) and item.step > 0):
                 raise IndexingError(
                     f"x[{text}]: the step along dimension {dim} is {item.step!r}; steps "
-                    "must be positive ints (flip a tensor with an index list instead)"
+                    "must be positive ints"
+                    + (
+                        " (flip a tensor with an index list instead)"
+                        if _is_int(item.step) and item.step < 0
+                        else ""
+                    )
                 )
             for bound in (item.start, item.stop):
                 if bound is not None and not _is_int(bound):
@@ -166,25 +180,29 @@ def _ordinals(shape: tuple[int, ...], items: Sequence[Any], text: str) -> np.nda
     dimensions go, what a mask means): index, with the key, one read-only broadcast view
     per dimension holding ``i * (row-major stride)`` along it, and add. Memory and time
     are those of the result (times the dimensions), never of the whole tensor."""
-    converted = tuple(
-        _as_index_array(i, text)
-        if isinstance(i, list | np.ndarray | bool | np.bool_) or hasattr(i, "_tensor")
-        else i
-        for i in items
-    )
+    converted: list[Any] = []
+    dim = 0  # the dimension an item starts at (exact before any Ellipsis, as masks are)
+    for i in items:
+        if isinstance(i, list | np.ndarray | bool | np.bool_) or hasattr(i, "_tensor"):
+            converted.append(_as_index_array(i, text, shape[dim:]))
+            dim += converted[-1].ndim if converted[-1].dtype == bool else 1
+        else:
+            converted.append(i)
+            dim += 0 if i is None or i is Ellipsis else 1
     ordinals: Any = None
     step = 1
     try:
         for dim in range(len(shape) - 1, -1, -1):
             along = np.arange(shape[dim], dtype=np.int64) * step
             along = along.reshape((-1,) + (1,) * (len(shape) - 1 - dim))
-            part = np.broadcast_to(along, shape)[converted]
+            part = np.broadcast_to(along, shape)[tuple(converted)]
             ordinals = part if ordinals is None else ordinals + part
             step *= shape[dim]
         if ordinals is None:  # a 0-d tensor
-            ordinals = np.broadcast_to(np.int64(0), shape)[converted]
+            ordinals = np.broadcast_to(np.int64(0), shape)[tuple(converted)]
     except IndexError as error:
-        raise IndexingError(f"x[{text}] of a tensor of shape {shape}: {error}") from None
+        message = str(error).replace("axis", "dimension")  # the course's word for it
+        raise IndexingError(f"x[{text}] of a tensor of shape {shape}: {message}") from None
     return np.ascontiguousarray(ordinals, dtype=np.int64)
 
 

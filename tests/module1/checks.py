@@ -1808,7 +1808,7 @@ def getitem_advanced(rng: np.random.Generator) -> Any:
             (picks,),
             (slice(None), [0, -1, 0]),
             (np.asarray(rng.random(shape[:2]) < 0.5),),
-            (from_numpy(np.array(picks, dtype=np.float64), backend), slice(1, None)),
+            (from_numpy(np.array([*picks, -1], dtype=np.float64), backend), slice(1, None)),
         ]
         key = kinds[i % len(kinds)]
         values = _values(rng, shape)

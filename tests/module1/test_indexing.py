@@ -162,26 +162,33 @@ def test_advanced_indexing_is_numpys_and_its_backward_adds_repeats(key: Any, dty
     out = leaf[key]
     want = x[key]
     assert out.shape == want.shape and out.dtype == dtype
-    np.testing.assert_array_equal(out.to_numpy(), want)
+    np.testing.assert_array_equal(out.to_numpy(), want, err_msg=f"x[{key}] against NumPy's")
     upstream = rng.normal(size=out.shape).astype(dtype)
     out.backward(t(upstream, dtype))
     expected = np.zeros_like(x)
     np.add.at(expected, key, upstream)  # repeated entries get the sum
     assert leaf.grad is not None
-    np.testing.assert_allclose(leaf.grad.to_numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(
+        leaf.grad.to_numpy(), expected, rtol=1e-6,
+        err_msg=f"x.grad after x[{key}].backward(g), against np.add.at(zeros, key, g): "
+        "an entry picked twice gets both gradients",
+    )  # fmt: skip
 
 
 def test_repeated_indices_accumulate_against_central_differences() -> None:
     idx = [2, 0, 2, 2]
     grad_check(lambda a: (a[idx] * a[idx]).sum(), t([0.5, -1.0, 2.0], grad=True))
-    grad_check(lambda a: a[(a.bool()) if False else np.array([1, 0, 1], bool)].exp().sum(),
-               t([0.5, -1.0, 2.0], grad=True))  # fmt: skip
+    grad_check(
+        lambda a: a[np.array([True, False, True])].exp().sum(), t([0.5, -1.0, 2.0], grad=True)
+    )
 
 
 def test_tensors_index_with_whole_numbers_and_masks_come_from_bool() -> None:
     x = t(np.arange(6.0).reshape(2, 3))
-    assert x[t([1.0, 0.0])].tolist() == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]]
+    assert x[t([1.0, 0.0, 1.0])].tolist() == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     assert x[(x > 2.5).bool()].tolist() == [3.0, 4.0, 5.0]
+    with pytest.raises(IndexingError, match=r"ambiguous .* \(x > 2\).bool\(\)"):
+        x[x > 2.5]  # a comparison's 0.0 / 1.0 would read as the indices 0 and 1
     assert x[:, t([[2.0]])].shape == (2, 1, 1)
 
 

@@ -30,7 +30,7 @@ def test_bad_keys_name_the_dimension_the_index_and_the_size() -> None:
         ((slice(None, None, -1),), "steps must be positive"),
         ((Ellipsis, 0, Ellipsis), "one ellipsis"),
         (("a",), "cannot index with str"),
-        (([0, 5],), "index 5 is out of bounds for axis 0 with size 2"),
+        (([0, 5],), "index 5 is out of bounds for dimension 0 with size 2"),
     ]
     for key, message in cases:
         with pytest.raises(IndexingError) as error:
