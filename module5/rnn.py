@@ -256,9 +256,7 @@ class LSTMCell(_Cell):
     ) -> None:  # fmt: skip
         super().__init__("LSTM", input_size, hidden_size, bias, "tanh", rng, backend)
 
-    def forward(
-        self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None
-    ) -> tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
         h, c = self._cell_step(x, hx)
         return h, c
 
@@ -338,12 +336,11 @@ class RNNBase(_Recurrent):
             zeros = x.zeros((n, self.hidden_size))
             return [tuple(zeros for _ in range(self._n_states))] * self.num_layers
         names = ("h_0", "c_0")
+        parts: tuple[object, ...] = (hx,)
         if self.mode == "LSTM":
             if not isinstance(hx, tuple) or len(hx) != 2:
                 raise TypeError(f"{self._name()}: the initial state is a pair (h_0, c_0)")
             parts = hx
-        else:
-            parts = (hx,)
         checked = [_check_state(self._name(), names[i], t, want, x) for i, t in enumerate(parts)]
         per_layer = [[p.view(n, self.hidden_size) for p in split(t, 1, 0)] for t in checked]
         return [tuple(layers[k] for layers in per_layer) for k in range(self.num_layers)]

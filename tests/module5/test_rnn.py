@@ -56,8 +56,11 @@ def np_step(mode: str, x: np.ndarray, state: tuple[np.ndarray, ...],
     return ((1 - z) * n + z * state[0],)
 
 
-def np_sequence(mode: str, x: np.ndarray, state: list[tuple[np.ndarray, ...]],
-                p: dict[str, np.ndarray]) -> tuple[np.ndarray, list[tuple[np.ndarray, ...]]]:  # fmt: skip
+Layer = tuple[np.ndarray, ...]
+
+
+def np_sequence(mode: str, x: np.ndarray, state: list[Layer],
+                p: dict[str, np.ndarray]) -> tuple[np.ndarray, list[Layer]]:  # fmt: skip
     """``x`` ``(T, N, I)`` through ``len(state)`` layers: the last layer's ``h`` at every
     step ``(T, N, H)`` and every layer's final state."""
     steps = list(x)

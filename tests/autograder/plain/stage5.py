@@ -305,6 +305,40 @@ for b in prange(heads):
                 dk[b, j, c] += ds * q[b, i, c]
 """
 
+LSTM_CELL = """
+h, c = state
+gates = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
+n = h.shape[1]
+i, f, g, o = split(gates, n, 1)
+i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+c_new = f * c + i * g
+h_new = o * c_new.tanh()
+return h_new, c_new
+"""
+
+GRU_CELL = """
+x_r, x_z, x_n = chunk(linear(x, w_ih, b_ih), 3, 1)
+h_r, h_z, h_n = chunk(linear(h, w_hh, b_hh), 3, 1)
+r = (x_r + h_r).sigmoid()
+z = (x_z + h_z).sigmoid()
+n = (x_n + r * h_n).tanh()
+return (1.0 - z) * n + z * h
+"""
+
+RUN_LAYERS = """
+inputs = steps
+final_states = []
+for layer in range(self.num_layers):
+    s = state[layer]
+    outputs = []
+    for x in inputs:
+        s = self._step(x, s, f"_l{layer}")
+        outputs.append(s[0])
+    final_states.append(s)
+    inputs = outputs
+return inputs, final_states
+"""
+
 BODIES: dict[tuple[str, str], str] = {
     ("5.5", "softmax_rows"): SOFTMAX_ROWS,
     ("5.5", "softmax_rows_backward"): SOFTMAX_ROWS_BACKWARD,
@@ -329,4 +363,7 @@ BODIES: dict[tuple[str, str], str] = {
     ("5.4", "CharTokenizer.encode"): ENCODE,
     ("5.4", "CharTokenizer.decode"): DECODE,
     ("5.4", "get_batch"): GET_BATCH,
+    ("5.6", "lstm_cell"): LSTM_CELL,
+    ("5.6", "gru_cell"): GRU_CELL,
+    ("5.6", "RNNBase._run_layers"): RUN_LAYERS,
 }
