@@ -23,7 +23,6 @@ trained on), or the figure where ``--figure`` says.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -195,12 +194,13 @@ def plot(results: Sequence[Result], bigram: float, seconds: float, path: Path) -
     for ax in (by_time, by_tokens):
         ax.axhline(bigram, color="grey", linestyle="--", label="bigram counts")
         ax.grid(alpha=0.3)
-    top = max(max(r.val_loss[1:] or r.val_loss) for r in results)
-    by_time.set_ylim(min(min(r.val_loss) for r in results) - 0.1, min(top, math.log(84)) + 0.1)
+    low = min(min(r.val_loss) for r in results)
+    by_time.set_ylim(low - 0.05, bigram + 0.35)  # the untrained start (ln V) is above
     by_time.set(xlabel="training seconds", ylabel="validation loss (nats per character)",
-                title=f"the same {seconds:.0f} s each")  # fmt: skip
+                title=f"the same {seconds:.0f} s of training each")  # fmt: skip
+    learned = [r.tokens[-1] for r in results if r.name != "bigram"] or [results[0].tokens[-1]]
+    by_tokens.set_xlim(0, 1.05 * max(learned))
     by_tokens.set(xlabel="characters trained on", title="the same runs, per character")
-    by_tokens.set_xscale("log")
     by_time.legend()
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

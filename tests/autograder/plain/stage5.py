@@ -5,7 +5,8 @@ Straight from the README's formulas with tensor operations: LayerNorm with ``mea
 GELU term by term, the masked softmax with ``MASKED`` filled in and a row count of kept
 entries, attention as four lines; the GPT and its blocks as the README lists them; AdamW
 as ``FastAdam.step`` plus a multiply; the clipping, schedule, tokenizer and batches in
-NumPy. Nothing here uses a name the handout's files do not have.
+NumPy; the LSTM and GRU steps gate by gate and the layer loop as two plain loops.
+Nothing here uses a name the handout's files do not have.
 
 ``BODIES`` maps (task id, function as the registry names it) to the code that replaces
 the stub between the task's begin and end lines (see ``autograder.regions.fill_text``).
