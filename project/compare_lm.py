@@ -190,7 +190,7 @@ def plot(results: Sequence[Result], bigram: float, seconds: float, path: Path) -
     by_time, by_tokens = fig.subplots(1, 2, sharey=True)
     for r in results:
         by_time.plot(r.seconds, r.val_loss, marker=".", label=f"{r.name} ({r.parameters:,})")
-        by_tokens.plot(r.tokens, r.val_loss, marker=".", label=r.name)
+        by_tokens.plot(np.array(r.tokens) / 1e6, r.val_loss, marker=".", label=r.name)
     for ax in (by_time, by_tokens):
         ax.axhline(bigram, color="grey", linestyle="--", label="bigram counts")
         ax.grid(alpha=0.3)
@@ -199,9 +199,9 @@ def plot(results: Sequence[Result], bigram: float, seconds: float, path: Path) -
     by_time.set(xlabel="training seconds", ylabel="validation loss (nats per character)",
                 title=f"the same {seconds:.0f} s of training each")  # fmt: skip
     learned = [r.tokens[-1] for r in results if r.name != "bigram"] or [results[0].tokens[-1]]
-    by_tokens.set_xlim(0, 1.05 * max(learned))
-    by_tokens.set(xlabel="characters trained on", title="the same runs, per character")
-    by_time.legend()
+    by_tokens.set_xlim(0, 1.05 * max(learned) / 1e6)
+    by_tokens.set(xlabel="characters trained on (millions)", title="the same runs, per character")
+    by_time.legend(loc="center right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
