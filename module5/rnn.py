@@ -176,6 +176,12 @@ class _Recurrent(Module):
         return 2 if self.mode == "LSTM" else 1
 
 
+def _check_dtype(name: str, x: Tensor, weight: Tensor) -> None:
+    if x.dtype != weight.dtype:
+        raise TypeError(f"{name}: input is {x.dtype}, the parameters {weight.dtype}; convert "
+                        "one (.to(dtype) of the tensor or of the module)")  # fmt: skip
+
+
 def _check_state(name: str, what: str, t: object, want: tuple[int, ...], like: Tensor) -> Tensor:
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: {what} must be a Tensor, got {type(t).__name__}")
@@ -217,6 +223,7 @@ class _Cell(_Recurrent):
             raise ShapeError(
                 f"{self._name()}: input of shape {x.shape}, want (N, {self.input_size})"
             )
+        _check_dtype(self._name(), x, self._weights("")[0])
         want = (x.shape[0], self.hidden_size)
         if hx is None:
             state = tuple(x.zeros(want) for _ in range(self._n_states))
@@ -354,6 +361,7 @@ class RNNBase(_Recurrent):
         if len(input.shape) != 3 or input.shape[2] != self.input_size:
             raise ShapeError(f"{self._name()}: input of shape {input.shape}, want "
                              f"{layout.replace('I', str(self.input_size))}")  # fmt: skip
+        _check_dtype(self._name(), input, self._weights("_l0")[0])
         time = 1 if self.batch_first else 0
         n, t = input.shape[1 - time], input.shape[time]
         if t == 0:

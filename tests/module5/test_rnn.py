@@ -363,5 +363,9 @@ def test_wrong_shapes_name_what_was_expected_and_what_came() -> None:
         LSTMCell(4, 3)(tensor(np.zeros((2, 5))))
     with pytest.raises(ShapeError, match=r"GRUCell\(4, 3\): h of shape \(2, 4\)"):
         GRUCell(4, 3)(tensor(np.zeros((2, 4))), tensor(np.zeros((2, 4))))
+    with pytest.raises(
+        TypeError, match=r"LSTM\(input_size=4.*input is float32, the parameters float64"
+    ):
+        net(tensor(np.zeros((2, 5, 4)), np.float32))
     with pytest.raises(ValueError, match="hidden_size must be a positive int"):
         RNN(3, 0)
