@@ -68,6 +68,10 @@ SCRIPTS = (
      "(exits 1 unless it beats the bigram model by 0.5 nats)"),
     (5, "python -m project.bench_gpt", "your GPT's training step and generation against "
      "PyTorch's, where PyTorch is installed"),
+    (5, "python -m project.train_lstm", "an LSTM language model on the same works "
+     "(task 5.6; exits 1 unless it ends below the bigram model)"),
+    (5, "python -m project.compare_lm --seconds 120", "bigram, LSTM and GPT for the same "
+     "time each: a table and a figure of their validation curves"),
     (6, "mpiexec -n 2 python -m project.train_gpt --ddp", "the same GPT data-parallel on "
      "two ranks (also project.train_digits --ddp)"),
     (6, "python -m project.bench_dist", "your ring all-reduce against MPI's, and "

@@ -449,6 +449,18 @@ TASKS: tuple[Task, ...] = (
         own_work="kernel",
     ),
     Task(
+        id="5.6",
+        title="Recurrent cells: the LSTM and the GRU",
+        points=10,
+        optional=True,
+        files=("module5/rnn.py",),
+        functions=(
+            "module5.rnn:lstm_cell",
+            "module5.rnn:gru_cell",
+            "module5.rnn:RNNBase._run_layers",
+        ),
+    ),
+    Task(
         id="6.1",
         title="Ring all-reduce over MPI",
         points=15,

@@ -7,7 +7,8 @@ point of the course (optional tasks and stage 3, which needs a GPU, aside):
   (``project/train_gpt.py``): 2000 AdamW steps of nanoGPT's CPU configuration, a line
   per evaluation, ``runs/gpt/`` (log, parameters, loss curves, an attention map,
   samples); exits 1 unless the gate holds (validation loss 0.5 nats below the bigram
-  model's). Stage 5's optional task 5.5 only makes it faster;
+  model's). Stage 5's optional task 5.5 only makes it faster, and its optional task
+  5.6 (recurrent networks) is not needed (``python -m project.train_lstm`` uses it);
 * stage 4 (with 0-2): the digits CNN on the handwritten digits bundled with the
   project, fully offline (``project/train_digits.py``): the model summary, a progress
   bar and one line per epoch, ``runs/digits/`` (log, parameters, four figures); exits 1

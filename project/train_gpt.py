@@ -27,11 +27,9 @@ reports its samples per second and the time it spent communicating.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,29 +39,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from module0.autodiff import no_grad
 from module0.module import Module
-from module1.tensor import Tensor
 from module4.layers import save
 from module5.functional import causal_mask, masked_softmax, split
 from module5.gpt import GPT, GPTConfig
-from module5.losses import lm_cross_entropy
 from module5.optim import AdamW, clip_grad_norm_, cosine_lr, decay_groups
-from module5.text import CharTokenizer, get_batch
+from module5.text import get_batch
 from project.amp import Precision, add_amp_args
-from project.dist import Ranks, add_ddp_args, ranks_from, report_ranks
-from project.shakespeare_data import load_works, shakespeare_split
+from project.dist import add_ddp_args, ranks_from, report_ranks
+from project.lm import CsvLog, Run, estimate, eval_batches, lm_loss, load_corpus
+from project.lm import plot_curves as plot_lm_curves
 
 ATTENTION_LINE = "To be, or not to be, that is the question:"
-
-
-@dataclass
-class Run:
-    """What a training run measured."""
-
-    steps: list[int] = field(default_factory=list)
-    train_loss: list[float] = field(default_factory=list)
-    val_loss: list[float] = field(default_factory=list)
-    bigram: float = math.nan
-    seconds: float = 0.0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -96,39 +82,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def bigram_loss(train: np.ndarray, val: np.ndarray, vocab: int) -> float:
-    """Validation cross-entropy (nats) of next-character frequencies counted on the
-    training tokens, add-one smoothed."""
-    counts = np.ones((vocab, vocab))
-    np.add.at(counts, (train[:-1], train[1:]), 1.0)
-    log_p = np.log(counts / counts.sum(1, keepdims=True))
-    return float(-log_p[val[:-1], val[1:]].mean())
-
-
-def _loss(model: Module, x: np.ndarray, y: np.ndarray) -> Tensor:
-    logits = model(x)
-    b, t, v = logits.shape
-    return lm_cross_entropy(logits.contiguous().view(b * t, v), y.reshape(-1))
-
-
-def estimate(
-    model: Module,
-    batches: list[tuple[np.ndarray, np.ndarray]],
-    ranks: Ranks | None = None,
-    precision: Precision | None = None,
-) -> float:
-    """The mean loss over fixed batches, in eval mode, without a graph, in the
-    training's ``precision`` (with ``ranks``, each rank takes its share of every batch,
-    and the mean is over the ranks)."""
-    ranks = ranks or Ranks()
-    was = model.training
-    model.eval()
-    try:
-        with no_grad(), (precision or Precision()).autocast():
-            mine = [_loss(model, ranks.share(x), ranks.share(y)).item() for x, y in batches]
-            return ranks.mean(float(np.mean(mine)))
-    finally:
-        model.train(was)
+def plot_curves(run: Run, path: Path) -> Path:
+    return plot_lm_curves(run, path, "GPT on Shakespeare")
 
 
 def attention_map(model: GPT, tokens: np.ndarray, layer: int, head: int) -> np.ndarray:
@@ -148,21 +103,6 @@ def attention_map(model: GPT, tokens: np.ndarray, layer: int, head: int) -> np.n
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // model.config.n_head))
         weights = masked_softmax(scores, causal_mask(t))
         return weights.to_numpy()[0, head]
-
-
-def plot_curves(run: Run, path: Path) -> Path:
-    fig = Figure(figsize=(6.4, 4.0))
-    ax = fig.subplots()
-    ax.plot(run.steps, run.train_loss, label="train")
-    ax.plot(run.steps, run.val_loss, label="validation")
-    ax.axhline(run.bigram, color="grey", linestyle="--", label="bigram (validation)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy (nats per character)")
-    ax.set_title("GPT on Shakespeare")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return path
 
 
 def plot_attention(weights: np.ndarray, text: str, path: Path, title: str) -> Path:
@@ -189,9 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out / "gpt"
     if lead:
         out.mkdir(parents=True, exist_ok=True)
-    tok = CharTokenizer("".join(load_works().values()))
-    train_text, val_text = shakespeare_split()
-    train, val = tok.encode(train_text), tok.encode(val_text)
+    corpus = load_corpus()
+    tok, train, val = corpus.tok, corpus.train, corpus.val
     config = GPTConfig(
         tok.vocab_size, args.block, args.layers, args.heads, args.width, args.dropout
     )
@@ -199,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = GPT(config, seed=args.seed)
     model.to(args.dtype)
     trained: Module = ranks.wrap(model)
-    run = Run(bigram=bigram_loss(train, val, tok.vocab_size))
+    run = Run(bigram=corpus.bigram)
     console.print(
         f"[bold]gpt[/]: {len(train):,} training and {len(val):,} validation characters, "
         f"vocabulary {tok.vocab_size}, {model.num_parameters():,} parameters, "
@@ -209,16 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     console.print(f"bigram model: validation loss {run.bigram:.4f}")
     rng = np.random.default_rng(args.seed)
-    fixed = np.random.default_rng(args.seed + 1)
-    evals = {
-        "train": [get_batch(train, args.batch, args.block, fixed) for _ in range(args.eval_iters)],
-        "val": [get_batch(val, args.batch, args.block, fixed) for _ in range(args.eval_iters)],
-    }
+    evals = eval_batches(corpus, args.batch, args.block, args.eval_iters, args.seed + 1)
     optimizer = AdamW(decay_groups(model, args.weight_decay), lr=args.lr, betas=(0.9, 0.99))
     log_path = out / "log.csv"
-    if lead:
-        with log_path.open("w", newline="") as f:
-            csv.writer(f).writerow(["step", "train_loss", "val_loss", "lr", "seconds"])
+    log = CsvLog(log_path, ["step", "train_loss", "val_loss", "lr", "seconds"], write=lead)
     start = time.perf_counter()
     training_seconds = 0.0
 
@@ -227,11 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run.train_loss.append(estimate(trained, evals["train"], ranks, precision))
         run.val_loss.append(estimate(trained, evals["val"], ranks, precision))
         seconds = time.perf_counter() - start
-        if lead:
-            with log_path.open("a", newline="") as f:
-                csv.writer(f).writerow(
-                    [step, run.train_loss[-1], run.val_loss[-1], optimizer.lr, seconds]
-                )
+        log.row([step, run.train_loss[-1], run.val_loss[-1], optimizer.lr, seconds])
         console.print(
             f"step {step:5d}  train loss {run.train_loss[-1]:.4f}  val loss "
             f"{run.val_loss[-1]:.4f}  lr {optimizer.lr:.2e}  {seconds:.1f}s"
@@ -251,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             began = time.perf_counter()
             x, y = get_batch(train, args.batch, args.block, rng)  # alike on every rank
             with precision.autocast():
-                loss = _loss(trained, ranks.share(x), ranks.share(y))
+                loss = lm_loss(trained, ranks.share(x), ranks.share(y))
             optimizer.zero_grad()
             precision.backward(loss)
             ranks.sync(trained)  # --ddp: the mean of the ranks' gradients

@@ -661,3 +661,149 @@ def causal_attention(rng: np.random.Generator) -> Any:
 
         out.append(raised(run))
     return out
+
+
+# =========================================================================================
+# Task 5.6: recurrent cells and the sequence loop
+# =========================================================================================
+
+_RNN_MODES = ("RNN", "LSTM", "GRU")
+
+
+def _recurrent(mode: str, sizes: tuple[int, int, int], seed: int, dtype: Any,
+               batch_first: bool = False) -> Any:  # fmt: skip
+    """A sequence module of ``mode`` on :func:`_simple` with every parameter drawn afresh
+    (:func:`randomize`, as the local tests ``test_rnn.py`` draw them)."""
+    from module5.rnn import GRU, LSTM, RNN
+
+    cls = {"RNN": RNN, "LSTM": LSTM, "GRU": GRU}[mode]
+    i, h, layers = sizes
+    net = cls(i, h, num_layers=layers, batch_first=batch_first,
+              rng=np.random.default_rng(seed), backend=_simple())  # fmt: skip
+    net.to(dtype)
+    randomize(net, seed + 100)
+    return net
+
+
+def _finals(state: Any) -> list[Array]:
+    return [t.to_numpy() for t in (state if isinstance(state, tuple) else (state,))]
+
+
+@check("5.6", rtol=2e-5, atol=1e-6)
+def lstm_gru_cells(rng: np.random.Generator) -> Any:
+    """``lstm_cell`` and ``gru_cell`` on random weights, inputs and states, both dtypes,
+    with and without biases."""
+    from module5.rnn import gru_cell, lstm_cell
+
+    out = []
+    for i in range(6):
+        n, n_in, h = (int(s) for s in rng.integers(1, 5, 3))
+        d, bias = DTYPES[i % 2], i != 4
+        gates = 4 if i < 3 else 3
+        w_ih, w_hh = rng.normal(size=(gates * h, n_in)), rng.normal(size=(gates * h, h))
+        b_ih, b_hh = rng.normal(size=gates * h), rng.normal(size=gates * h)
+        x, h0, c0 = rng.normal(size=(n, n_in)), rng.normal(size=(n, h)), rng.normal(size=(n, h))
+
+        def run(i: int = i, d: Any = d, bias: bool = bias, arrays: tuple[Array, ...] = (
+                x, h0, c0, w_ih, w_hh, b_ih, b_hh)) -> Any:  # fmt: skip
+            x, h0, c0, w_ih, w_hh, b_ih, b_hh = (_constant(a, d) for a in arrays)
+            biases = (b_ih, b_hh) if bias else (None, None)
+            if i < 3:
+                h1, c1 = lstm_cell(x, (h0, c0), w_ih, w_hh, *biases)
+                return [h1.to_numpy(), c1.to_numpy()]
+            return gru_cell(x, h0, w_ih, w_hh, *biases).to_numpy()
+
+        out.append(raised(run))
+    return out
+
+
+def _sequence_cases(rng: np.random.Generator) -> list[dict[str, Any]]:
+    cases = []
+    for i in range(6):
+        mode = _RNN_MODES[i % 3]
+        sizes = (int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        t, n = int(rng.integers(1, 5)), int(rng.integers(1, 3))
+        h0 = [rng.normal(size=(sizes[2], n, sizes[1])) for _ in range(2 if mode == "LSTM" else 1)]
+        cases.append({"mode": mode, "sizes": sizes, "seed": int(rng.integers(1000)),
+                      "dtype": DTYPES[(i // 3) % 2], "batch_first": i in (1, 5),
+                      "x": rng.normal(size=(t, n, sizes[0])),
+                      "h0": h0 if i % 2 == 0 else None})  # fmt: skip
+    return cases
+
+
+def _run_sequence(c: dict[str, Any], grad: bool = False) -> tuple[Any, Any, Any, list[Any]]:
+    """The case's module, its output and final state, the input leaf and state leaves."""
+    d = c["dtype"]
+    net = _recurrent(c["mode"], c["sizes"], c["seed"], d, c["batch_first"])
+    x = c["x"].transpose(1, 0, 2) if c["batch_first"] else c["x"]
+    leaf = _make(x, grad=grad, dtype=d)
+    states = [_make(h, grad=grad, dtype=d) for h in c["h0"]] if c["h0"] is not None else []
+    hx = None if not states else (states[0], states[1]) if c["mode"] == "LSTM" else states[0]
+    out, h_n = net(leaf, hx)
+    return net, out, h_n, [leaf, *states]
+
+
+@check("5.6", rtol=2e-5, atol=1e-6)
+def rnn_sequences(rng: np.random.Generator) -> Any:
+    """RNN, LSTM and GRU modules of one to three layers over a few steps: the output and
+    the final states, from given initial states and from zeros, batch first or not."""
+    out = []
+    for c in _sequence_cases(rng):
+
+        def run(c: dict[str, Any] = c) -> Any:
+            _, output, h_n, _ = _run_sequence(c)
+            return [output.to_numpy(), *_finals(h_n)]
+
+        out.append(raised(run))
+    return out
+
+
+@check("5.6", "rnn_sequences.backward", rtol=2e-4, atol=1e-6)
+def rnn_sequences_backward(rng: np.random.Generator) -> Any:
+    """Backpropagation through time: the gradients of a weighted sum of the output and
+    the final states for every parameter, the input and the initial states."""
+    out = []
+    for c in _sequence_cases(rng):
+        t, n = c["x"].shape[:2]
+        w = rng.normal(size=(t, n, c["sizes"][1]))
+        w_fin = rng.normal(size=(c["sizes"][2], n, c["sizes"][1]))
+
+        def run(c: dict[str, Any] = c, w: Array = w, w_fin: Array = w_fin) -> Any:
+            net, output, h_n, leaves = _run_sequence(c, grad=True)
+            d = c["dtype"]
+            weights = w.transpose(1, 0, 2) if c["batch_first"] else w
+            loss = (output * _constant(weights, d)).sum()
+            for f in h_n if isinstance(h_n, tuple) else (h_n,):
+                loss = loss + (f * _constant(w_fin, d)).sum()
+            loss.backward()
+            grads = {name: _grad(p.value) for name, p in net.named_parameters()}
+            return [grads, *(_grad(leaf) for leaf in leaves)]
+
+        out.append(raised(run))
+    return out
+
+
+@check("5.6", rtol=2e-5, atol=1e-6)
+def truncated_bptt(rng: np.random.Generator) -> Any:
+    """Two chunks, the second from the first's final state detached: the first chunk's
+    input gets no gradient, the parameters get the second chunk's."""
+    from module5.rnn import detach_state
+
+    out = []
+    for mode in ("LSTM", "GRU"):
+        seed = int(rng.integers(1000))
+        x1, x2 = rng.normal(size=(3, 2, 2)), rng.normal(size=(2, 2, 2))
+        w = rng.normal(size=(2, 2, 3))
+
+        def run(mode: str = mode, seed: int = seed, x1: Array = x1, x2: Array = x2,
+                w: Array = w) -> Any:  # fmt: skip
+            net = _recurrent(mode, (2, 3, 2), seed, np.float64)
+            first = _make(x1, grad=True)
+            _, state = net(first)
+            second, _ = net(_make(x2), detach_state(state))
+            (second * _constant(w)).sum().backward()
+            grads = {name: _grad(p.value) for name, p in net.named_parameters()}
+            return [grads, _grad(first) is None or not _grad(first).any()]  # type: ignore[union-attr]
+
+        out.append(raised(run))
+    return out

@@ -1,5 +1,6 @@
 """PyTorch parity for stage 5: LayerNorm, GELU (tanh form), the masked softmax,
-scaled dot-product attention and a whole GPT's logits and gradients, against ``torch``
+scaled dot-product attention, a whole GPT's logits and gradients, and the RNN, LSTM and
+GRU (cells and multi-layer modules, PyTorch's weights loaded one to one), against ``torch``
 on the CPU, in float64 and float32, on random shapes and non-contiguous inputs.
 Skipped where PyTorch is not installed; not graded (no task marker)."""
 
@@ -23,6 +24,7 @@ from module5.functional import (  # noqa: E402
     scaled_dot_product_attention,
 )
 from module5.gpt import GPT, GPTConfig  # noqa: E402
+from module5.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: E402
 
 DTYPES = {np.float64: torch.float64, np.float32: torch.float32}
 TOL = {np.float64: 1e-9, np.float32: 3e-5}
@@ -161,3 +163,77 @@ def test_a_gpt_matches_the_same_model_in_torch() -> None:
     for name, p in model.named_parameters():
         np.testing.assert_allclose(p.value.grad.to_numpy(), params[name].grad.numpy(),
                                    rtol=1e-8, atol=1e-11, err_msg=name)  # fmt: skip
+
+
+RECURRENT = {"RNN": (RNN, torch.nn.RNN), "LSTM": (LSTM, torch.nn.LSTM), "GRU": (GRU, torch.nn.GRU)}
+RECURRENT_CELLS = {"RNN": (RNNCell, torch.nn.RNNCell), "LSTM": (LSTMCell, torch.nn.LSTMCell),
+                   "GRU": (GRUCell, torch.nn.GRUCell)}  # fmt: skip
+
+
+def load_torch_weights(ours: object, theirs: object, dtype: type) -> None:
+    """PyTorch's parameters into ours, name by name: the same names and shapes."""
+    names = [n for n, _ in ours.named_parameters()]  # type: ignore[attr-defined]
+    assert names == [n for n, _ in theirs.named_parameters()]  # type: ignore[attr-defined]
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters(),  # type: ignore[attr-defined]
+                                 strict=True):  # fmt: skip
+        assert p.value.shape == tuple(q.shape), name
+        p.update(from_numpy(q.detach().numpy().astype(dtype), FAST))
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("mode", list(RECURRENT))
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_recurrent_modules_match_torch_with_its_weights(mode: str, dtype: type,
+                                                        batch_first: bool) -> None:  # fmt: skip
+    """Two layers over six steps with an initial state: the output, the final states and
+    every gradient, PyTorch's own initial weights loaded one to one."""
+    ours_cls, theirs_cls = RECURRENT[mode]
+    torch.manual_seed(0)
+    theirs = theirs_cls(3, 4, num_layers=2, batch_first=batch_first).to(DTYPES[dtype])
+    ours = ours_cls(3, 4, num_layers=2, batch_first=batch_first)
+    load_torch_weights(ours, theirs, dtype)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 6, 3) if batch_first else (6, 2, 3))
+    states = [rng.normal(size=(2, 2, 4)) for _ in range(2 if mode == "LSTM" else 1)]
+    (xl, xo), xt = both(x, dtype)
+    pairs = [both(h, dtype) for h in states]
+    hx_ours = tuple(p[0][1] for p in pairs) if mode == "LSTM" else pairs[0][0][1]
+    hx_theirs = tuple(p[1] for p in pairs) if mode == "LSTM" else pairs[0][1]
+    out, h_n = ours(xo, hx_ours)
+    t_out, t_h = theirs(xt, hx_theirs)
+    close(out, t_out, dtype, 10)
+    finals = h_n if isinstance(h_n, tuple) else (h_n,)
+    t_finals = t_h if isinstance(t_h, tuple) else (t_h,)
+    for a, b in zip(finals, t_finals, strict=True):
+        close(a, b, dtype, 10)
+    g = rng.normal(size=out.shape)
+    loss = (out * from_numpy(g.astype(dtype), FAST)).sum() + finals[-1].sum()
+    loss.backward()
+    ((t_out * torch.tensor(g, dtype=DTYPES[dtype])).sum() + t_finals[-1].sum()).backward()
+    close(xl.grad, xt.grad, dtype, 100)
+    for (leaf, _), t_leaf in pairs:  # the initial states
+        close(leaf.grad, t_leaf.grad, dtype, 100)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters(),
+                                 strict=True):  # fmt: skip
+        tol = TOL[dtype] * 100
+        np.testing.assert_allclose(p.value.grad.to_numpy(), q.grad.numpy(), rtol=tol, atol=tol,
+                                   err_msg=name)  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", list(RECURRENT_CELLS))
+def test_recurrent_cells_match_torch_with_its_weights(mode: str) -> None:
+    ours_cls, theirs_cls = RECURRENT_CELLS[mode]
+    torch.manual_seed(1)
+    theirs = theirs_cls(3, 5).double()
+    ours = ours_cls(3, 5)
+    load_torch_weights(ours, theirs, np.float64)
+    rng = np.random.default_rng(2)
+    x, h, c = rng.normal(size=(4, 3)), rng.normal(size=(4, 5)), rng.normal(size=(4, 5))
+    as_torch = [torch.tensor(a) for a in (x, h, c)]
+    xo, ho, co = (from_numpy(a, FAST) for a in (x, h, c))
+    if mode == "LSTM":
+        got, want = ours(xo, (ho, co)), theirs(as_torch[0], (as_torch[1], as_torch[2]))
+        for a, b in zip(got, want, strict=True):
+            close(a, b, np.float64)
+    else:
+        close(ours(xo, ho), theirs(as_torch[0], as_torch[1]), np.float64)

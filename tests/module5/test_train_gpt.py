@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from module5.gpt import GPT, GPTConfig
-from project import train_gpt
+from project import lm, train_gpt
 
 SMOKE = ["--iters", "6", "--batch", "2", "--block", "16", "--layers", "1", "--heads", "2",
          "--width", "16", "--eval-interval", "3", "--eval-iters", "1", "--samples", "2",
@@ -42,7 +42,7 @@ def test_the_bigram_loss_is_the_mean_of_smoothed_counts() -> None:
         counts[a, b] += 1
     p = counts / counts.sum(1, keepdims=True)
     want = -(math.log(p[0, 1]) + math.log(p[1, 2])) / 2
-    assert train_gpt.bigram_loss(train, val, 3) == pytest.approx(want, rel=1e-12)
+    assert lm.bigram_loss(train, val, 3) == pytest.approx(want, rel=1e-12)
 
 
 def test_the_attention_map_is_causal_rows_of_probabilities() -> None:

@@ -5,7 +5,8 @@ Straight from the README's formulas with tensor operations: LayerNorm with ``mea
 GELU term by term, the masked softmax with ``MASKED`` filled in and a row count of kept
 entries, attention as four lines; the GPT and its blocks as the README lists them; AdamW
 as ``FastAdam.step`` plus a multiply; the clipping, schedule, tokenizer and batches in
-NumPy. Nothing here uses a name the handout's files do not have.
+NumPy; the LSTM and GRU steps gate by gate and the layer loop as two plain loops.
+Nothing here uses a name the handout's files do not have.
 
 ``BODIES`` maps (task id, function as the registry names it) to the code that replaces
 the stub between the task's begin and end lines (see ``autograder.regions.fill_text``).
@@ -305,6 +306,40 @@ for b in prange(heads):
                 dk[b, j, c] += ds * q[b, i, c]
 """
 
+LSTM_CELL = """
+h, c = state
+gates = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
+n = h.shape[1]
+i, f, g, o = split(gates, n, 1)
+i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+c_new = f * c + i * g
+h_new = o * c_new.tanh()
+return h_new, c_new
+"""
+
+GRU_CELL = """
+x_r, x_z, x_n = chunk(linear(x, w_ih, b_ih), 3, 1)
+h_r, h_z, h_n = chunk(linear(h, w_hh, b_hh), 3, 1)
+r = (x_r + h_r).sigmoid()
+z = (x_z + h_z).sigmoid()
+n = (x_n + r * h_n).tanh()
+return (1.0 - z) * n + z * h
+"""
+
+RUN_LAYERS = """
+inputs = steps
+final_states = []
+for layer in range(self.num_layers):
+    s = state[layer]
+    outputs = []
+    for x in inputs:
+        s = self._step(x, s, f"_l{layer}")
+        outputs.append(s[0])
+    final_states.append(s)
+    inputs = outputs
+return inputs, final_states
+"""
+
 BODIES: dict[tuple[str, str], str] = {
     ("5.5", "softmax_rows"): SOFTMAX_ROWS,
     ("5.5", "softmax_rows_backward"): SOFTMAX_ROWS_BACKWARD,
@@ -329,4 +364,7 @@ BODIES: dict[tuple[str, str], str] = {
     ("5.4", "CharTokenizer.encode"): ENCODE,
     ("5.4", "CharTokenizer.decode"): DECODE,
     ("5.4", "get_batch"): GET_BATCH,
+    ("5.6", "lstm_cell"): LSTM_CELL,
+    ("5.6", "gru_cell"): GRU_CELL,
+    ("5.6", "RNNBase._run_layers"): RUN_LAYERS,
 }
