@@ -85,3 +85,49 @@ def test_bce_with_logits_matches_pytorch(backend: TensorBackend) -> None:
     np.testing.assert_allclose(exact_tensor(ours), loss.item(), rtol=1e-12)
     ours.backward()
     np.testing.assert_allclose(exact_tensor(x.grad), tz.grad.numpy(), rtol=1e-10, atol=1e-15)
+
+
+INDEX_CASES: list[tuple[str, Any, Any]] = [
+    ("last column", lambda x: x[:, -1], None),
+    ("strided slice and None", lambda x: x[None, 1:, ::2], None),
+    ("repeated rows", lambda x: x[[2, 0, 2, 2]], lambda x: x[[2, 0, 2, 2]]),
+    ("pairs of indices", lambda x: x[[0, 2], [3, 3]], lambda x: x[[0, 2], [3, 3]]),
+    ("mask", lambda x: x[(x > 0.0).bool()], lambda x: x[x > 0.0]),
+    ("gather", lambda x: x.gather(1, np.array([[0, 0], [3, 1], [2, 2]])),
+     lambda x: x.gather(1, torch.tensor([[0, 0], [3, 1], [2, 2]]))),
+    ("unsqueeze, expand, squeeze", lambda x: x.unsqueeze(0).expand(2, 3, 4).squeeze(),
+     lambda x: x.unsqueeze(0).expand(2, 3, 4).squeeze()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.name)
+@pytest.mark.parametrize("case", INDEX_CASES, ids=lambda c: c[0])
+def test_indexing_matches_torch(case: tuple[str, Any, Any], backend: TensorBackend) -> None:
+    """Values and gradients of task 1.6's indexing (and the views around it) against
+    PyTorch's, with a weighted sum as the loss."""
+    _, ours, theirs = case
+    theirs = theirs or ours
+    x = np.random.default_rng(5).normal(size=(3, 4))
+    mine = from_numpy(x.copy(), backend).requires_grad_()
+    reference = torch.tensor(x, requires_grad=True)
+    out, want = ours(mine), theirs(reference)
+    assert out.shape == tuple(want.shape)
+    np.testing.assert_allclose(exact_tensor(out, "value"), want.detach().numpy())
+    weights = np.random.default_rng(6).normal(size=out.shape)
+    (out * from_numpy(weights, backend)).sum().backward()
+    (want * torch.tensor(weights)).sum().backward()
+    assert mine.grad is not None and reference.grad is not None
+    np.testing.assert_allclose(exact_tensor(mine.grad, "grad"), reference.grad.numpy())
+
+
+def test_assignment_matches_torch() -> None:
+    x = np.arange(1.0, 7.0)
+    mine = from_numpy(x.copy(), SimpleBackend).requires_grad_()
+    reference = torch.tensor(x, requires_grad=True)
+    y, z = mine * 1.0, reference * 1.0
+    y[1:5:2] = 0.0
+    z[1:5:2] = 0.0
+    (y * y).sum().backward()
+    (z * z).sum().backward()
+    assert mine.grad is not None and reference.grad is not None
+    np.testing.assert_array_equal(exact_tensor(mine.grad, "grad"), reference.grad.numpy())
