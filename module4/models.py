@@ -58,7 +58,8 @@ class Conv2dBN(Conv2d):
         return self.norm(conv2d(x, self.weight.value, self.stride, self.padding))
 
     def __repr__(self) -> str:
-        return super().__repr__()[:-1] + f", bias=False) + {self.norm!r}"
+        norm = f"{type(self.norm).__name__}({self.norm.num_features})"  # the summary's width
+        return super().__repr__()[:-1] + f", bias=False) + {norm}"
 
 
 class DigitCNN(Module):
