@@ -18,10 +18,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 if TYPE_CHECKING:
+    from module0.autodiff import Variable
     from module0.scalar import Scalar
+
+V = TypeVar("V", bound="Variable")
 
 MAX_NODES = 120
 """The most boxes a drawing takes: past that no picture is readable."""
@@ -284,8 +287,9 @@ def render(
 # ## Stage 0: Scalars
 
 
-def _collect(output: Scalar) -> list[Scalar]:
-    """Every Scalar the output was computed from, itself included, in creation order."""
+def collect(output: V) -> list[V]:
+    """Every Variable the output was computed from, itself included, in creation order
+    (Scalars here; stage 1's tensor graphs use it too)."""
     seen = {output.unique_id: output}
     stack = [output]
     while stack:
@@ -318,7 +322,7 @@ def draw_graph(output: Scalar, path: str | Path, title: str | None = None) -> Pa
     Raises ValueError for graphs over ``MAX_NODES`` nodes, which no picture makes
     readable: draw a smaller expression instead.
     """
-    nodes = _collect(output)
+    nodes = collect(output)
     check_size(len(nodes), "nodes", "draw a smaller expression")
     boxes = [
         Box(

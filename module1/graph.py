@@ -36,7 +36,7 @@ import numpy as np
 
 import module0.module as module_hooks
 from module0.autodiff import next_unique_id
-from module0.graph import Box, check_size, render
+from module0.graph import Box, check_size, collect, render
 from module0.graph import draw_graph as draw_scalar_graph
 from module0.module import Module
 from module1.tensor import Tensor
@@ -178,21 +178,6 @@ def _saved(node: Tensor) -> dict[int, int] | None:
     return found
 
 
-def _collect(output: Tensor) -> list[Tensor]:
-    """Every tensor the output was computed from, itself included, in creation order."""
-    seen = {output.unique_id: output}
-    stack = [output]
-    while stack:
-        history = stack.pop().history
-        if history is None:
-            continue
-        for parent in history.inputs:
-            if parent.unique_id not in seen:
-                seen[parent.unique_id] = parent  # type: ignore[assignment]
-                stack.append(parent)  # type: ignore[arg-type]
-    return sorted(seen.values(), key=lambda t: t.unique_id)
-
-
 def _grad_norm(t: Tensor) -> float | None:
     return None if t.grad is None else float(np.linalg.norm(t.grad.to_numpy()))
 
@@ -229,7 +214,7 @@ def graph_nodes(
     """
     if not isinstance(output, Tensor):
         raise TypeError(f"graph_nodes needs a Tensor, got {type(output).__name__}")
-    tensors = _collect(output)
+    tensors = collect(output)
     if isinstance(modules, Module):
         named = {id(p.value): name for name, p in modules.named_parameters()}
         recording = _recordings.get(modules)
@@ -333,7 +318,7 @@ def saved_total(output: Tensor) -> tuple[int, int]:
     """The bytes the whole graph of ``output`` keeps for backward, each storage counted
     once (nothing for parts backward already freed), and how many of them are the
     leaves' own storage (parameters, inputs: kept alive anyway)."""
-    tensors = _collect(output)
+    tensors = collect(output)
     found: dict[int, int] = {}
     for t in tensors:
         found |= _saved(t) or {}

@@ -1658,10 +1658,6 @@ def _upstream_on(rng: np.random.Generator, shape: Shape, backend: Any) -> Any:
     return _make(values, _layout(rng, len(shape)), backend)
 
 
-def _key_repr(key: tuple[Any, ...]) -> str:
-    return repr(key)
-
-
 def _index_backend() -> Any:
     """The NumPy backend with the student's gather and scatter-add (SimpleOps, 1.6): the
     1.6 checks through tensors then run no kernel of 1.3."""
@@ -1699,7 +1695,7 @@ def index_view(rng: np.random.Generator) -> Any:
         kept = [int(s) for s, n in zip(out_strides, out_shape, strict=True) if int(n) > 1]
         return int(offset), [int(n) for n in out_shape], kept
 
-    inputs = [(s, st, _key_repr(k)) for s, st, k in cases]
+    inputs = [(s, st, repr(k)) for s, st, k in cases]
     return {"inputs": inputs, "out": [raised(lambda c=c: run(*c)) for c in cases]}
 
 
@@ -1734,7 +1730,7 @@ def getitem_basic(rng: np.random.Generator) -> Any:
             x[key] = from_numpy(fill, backend)
         return {"value": value, "shares": shared, "grad": x.grad.to_numpy(), "after": x.to_numpy()}
 
-    inputs = [(c[0], _key_repr(c[1])) for c in cases]
+    inputs = [(c[0], repr(c[1])) for c in cases]
     return {"inputs": inputs, "out": [raised(lambda c=c: run(*c)) for c in cases]}
 
 
@@ -1825,5 +1821,5 @@ def getitem_advanced(rng: np.random.Generator) -> Any:
         out.backward(upstream)
         return {"value": value, "grad": x.grad.to_numpy()}
 
-    inputs = [(c[0], _key_repr(c[1])[:80]) for c in cases]
+    inputs = [(c[0], repr(c[1])[:80]) for c in cases]
     return {"inputs": inputs, "out": [raised(lambda c=c: run(*c)) for c in cases]}
