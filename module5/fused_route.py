@@ -37,7 +37,8 @@ _plain = 0
 @contextlib.contextmanager
 def plain_route() -> Iterator[None]:
     """Within it, ``module5.functional`` computes with tasks 5.1 and 5.2's code even where
-    the fused kernels would apply (their tests, and the benchmark's unfused column)."""
+    the fused kernels would apply (their tests, and the benchmark's unfused column), and
+    ``GPT.generate`` runs the model's own forward."""
     global _plain
     _plain += 1
     try:

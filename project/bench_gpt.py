@@ -1,6 +1,7 @@
 """Benchmark stage 5's GPT against the same model in PyTorch.
 
     python -m project.bench_gpt [--quick] [--rounds 3] [--markdown]   # steps, generation
+    python -m project.bench_gpt --contended [--quick] [--rounds 3]  # beside a busy process
     python -m project.bench_gpt --train [--iters 2000]      # both train; validation losses
 
 The model is the milestone's (``project/train_gpt.py``): character-level on the bundled
@@ -20,6 +21,12 @@ threads as there are cores. Each library runs in its own child process.
 * **Generation**: tokens per second for 500 new tokens from a one-character prompt:
   ours with its KV cache; PyTorch with a KV cache written here by the same policy (a
   fair peer) and its cache-free loop (the whole context each step).
+* **Where ours spends a step**: milliseconds per kernel family (products, attention,
+  LayerNorm / GELU / softmax, elementwise, reductions, the optimizer) and the Python
+  around them (``project/kernel_profile.py``).
+* ``--contended``: the step and generation figures taken quiet and again while one
+  other process spins on a core (``python -c "while True: pass"``, started for both
+  libraries alike), and how much slower each library gets.
 * **Fused kernels** (task 5.5): softmax, LayerNorm and GELU, forward and backward, on
   a ``(4096, 1024)`` tensor, by the fused kernels and by the unfused route
   (``fused_route.plain_route()``), and the bandwidth that implies against a NumPy copy.
@@ -35,6 +42,7 @@ threads as there are cores. Each library runs in its own child process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -42,7 +50,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -376,6 +384,19 @@ def worker(library: str, mode: str, config_name: str, dtype: str, steps: int, it
             if i >= 2:
                 times.append(time.perf_counter() - start)
         return {"median": statistics.median(times)}
+    if mode == "breakdown":  # ours: the step's time by kernel family
+        from project.kernel_profile import breakdown, kernel_profile
+
+        for _ in range(2):
+            lib.step(*get_batch(train, batch, size, rng), 1e-3)
+        total = 0.0
+        with kernel_profile() as families:
+            for _ in range(steps):
+                x, y = get_batch(train, batch, size, rng)
+                start = time.perf_counter()
+                lib.step(x, y, 1e-3)
+                total += time.perf_counter() - start
+        return {"ms": breakdown(families, total, steps)}
     if mode == "generate":
         rates = {}
         ways = [("tokens_per_s", lib.generate)]
@@ -417,12 +438,147 @@ def in_rounds(
     return got
 
 
+@contextlib.contextmanager
+def busy_process(on: bool) -> Iterator[None]:
+    """With ``on``, one other process spinning on a core while the block runs (what a
+    student's laptop always has: a browser, an editor, a build), for both libraries
+    alike; nothing otherwise."""
+    if not on:
+        yield
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
 def _ratio(ratios: list[float]) -> str:
     """The median ratio, with its range when there are several."""
     if not ratios:
         return "-"
     middle = f"{statistics.median(ratios):.2f}x"
     return middle if len(ratios) == 1 else f"{middle} ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1e3:.1f}" if values else "-"
+
+
+def step_table(
+    report: Any, libraries: list[str], configs: list[str], steps: list[str], rounds: int
+) -> None:
+    """The median step of each library, each configuration and dtype."""
+    from rich.table import Table
+
+    spread = " (range over rounds)" if rounds > 1 else ""
+    table = Table("configuration", "dtype", "ours ms / step", "PyTorch ms / step",
+                  f"ours ÷ PyTorch{spread}")  # fmt: skip
+    for config in configs:
+        for dtype in ("float32", "float64"):
+            times = in_rounds(libraries, ["step", config, dtype, *steps], "median", rounds)
+            ours, theirs = times.get("minitorch", []), times.get("torch", [])
+            ratios = [a / b for a, b in zip(ours, theirs, strict=False)]
+            table.add_row(config, dtype, _ms(ours), _ms(theirs), _ratio(ratios))
+    report.show(table)
+
+
+GENERATION_ROWS = [
+    ("minitorch", "tokens_per_s", "KV cache"),
+    ("torch", "cached_tokens_per_s", "KV cache (written in this benchmark)"),
+    ("torch", "tokens_per_s", "no cache (whole context each step)"),
+]
+
+
+def generation_rates(
+    libraries: list[str], steps: list[str], rounds: int
+) -> dict[tuple[str, str], list[float]]:
+    """Tokens per second of each way of generating, ``rounds`` times, the libraries
+    taking turns as in :func:`in_rounds`."""
+    rates: dict[tuple[str, str], list[float]] = {}
+    for _ in range(rounds):
+        for library in libraries:
+            res = run_worker([library, "generate", "milestone", "float32", *steps])
+            for key, value in (res or {}).items():
+                rates.setdefault((library, key), []).append(value)
+    return rates
+
+
+def generation_table(report: Any, libraries: list[str], steps: list[str], rounds: int) -> None:
+    from rich.table import Table
+
+    gen = Table("library", f"tokens / s ({NEW_TOKENS} new tokens)", "how")
+    rates = generation_rates(libraries, steps, rounds)
+    for library, key, how in GENERATION_ROWS:
+        if library in libraries:
+            got = rates.get((library, key), [])
+            gen.add_row(library, f"{statistics.median(got):.0f}" if got else "-", how)
+    report.show(gen)
+
+
+def breakdown_table(report: Any, configs: list[str], steps: list[str]) -> None:
+    """Ours: milliseconds of a step by kernel family (``project/kernel_profile.py``)."""
+    from rich.table import Table
+
+    columns: dict[str, dict[str, float]] = {}
+    for config in configs:
+        for dtype in ("float32", "float64"):
+            res = run_worker(["minitorch", "breakdown", config, dtype, *steps])
+            if res:
+                columns[f"{config} {dtype}"] = res["ms"]
+    if not columns:
+        return
+    families = list(dict.fromkeys(f for column in columns.values() for f in column))
+    title = "ours: one training step by kernel family, ms (mean of the timed steps)"
+    table = Table("kernel family", *columns, title=title)
+    for family in families:
+        table.add_row(family, *(f"{column.get(family, 0.0):.1f}" for column in columns.values()))
+    table.add_row("total", *(f"{sum(column.values()):.1f}" for column in columns.values()))
+    report.show(table)
+
+
+def contended_tables(
+    report: Any, libraries: list[str], configs: list[str], steps: list[str], rounds: int
+) -> None:
+    """Each library quiet and beside one busy process (:func:`busy_process`), in turns:
+    the step and generation, and how much slower each gets."""
+    from rich.table import Table
+
+    table = Table("configuration", "dtype", "library", "quiet ms / step", "contended ms / step",
+                  "contended ÷ quiet",
+                  title="one training step, quiet and beside one busy process")  # fmt: skip
+    for config in configs:
+        for dtype in ("float32", "float64"):
+            times: dict[tuple[str, bool], list[float]] = {}
+            for _ in range(rounds):
+                for busy in (False, True):
+                    with busy_process(busy):
+                        got = in_rounds(libraries, ["step", config, dtype, *steps], "median", 1)
+                    for library, values in got.items():
+                        times.setdefault((library, busy), []).extend(values)
+            for library in libraries:
+                quiet, busy_times = times.get((library, False), []), times.get((library, True), [])
+                slow = (f"{statistics.median(busy_times) / statistics.median(quiet):.1f}x"
+                        if quiet and busy_times else "-")  # fmt: skip
+                table.add_row(config, dtype, library, _ms(quiet), _ms(busy_times), slow)
+    report.show(table)
+    title = f"generation of {NEW_TOKENS} tokens, quiet and beside one busy process"
+    gen = Table("library", "how", "quiet tokens / s", "contended tokens / s",
+                "quiet ÷ contended", title=title)  # fmt: skip
+    both: dict[bool, dict[tuple[str, str], list[float]]] = {False: {}, True: {}}
+    for _ in range(rounds):
+        for busy in (False, True):
+            with busy_process(busy):
+                for way, values in generation_rates(libraries, steps, 1).items():
+                    both[busy].setdefault(way, []).extend(values)
+    for library, key, how in GENERATION_ROWS:
+        if library in libraries:
+            calm, loaded = both[False].get((library, key)), both[True].get((library, key))
+            if calm and loaded:
+                q, b = statistics.median(calm), statistics.median(loaded)
+                gen.add_row(library, how, f"{q:.0f}", f"{b:.0f}", f"{q / b:.1f}x")
+    report.show(gen)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -435,6 +591,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1,
                     help="rounds of the step and generation figures, the libraries taking "
                     "turns; medians, and the ratios' range (1)")  # fmt: skip
+    ap.add_argument("--contended", action="store_true",
+                    help="steps and generation quiet and beside one busy process, for both "
+                    "libraries alike; the slowdown of each")  # fmt: skip
     ap.add_argument("--markdown", action="store_true",
                     help="also write the tables into docs/benchmarks.md")  # fmt: skip
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
@@ -469,36 +628,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(losses) == 2:
             report.note(f"ours - PyTorch: {losses['minitorch'] - losses['torch']:+.4f} nats "
                         "(the goal: within 0.05)")  # fmt: skip
-    else:
-        spread = " (range over rounds)" if ns.rounds > 1 else ""
-        table = Table("configuration", "dtype", "ours ms / step", "PyTorch ms / step",
-                      f"ours ÷ PyTorch{spread}")  # fmt: skip
+    elif ns.contended:
         configs = ["milestone"] if ns.quick else ["milestone", "large"]
-        for config in configs:
-            for dtype in ("float32", "float64"):
-                times = in_rounds(libraries, ["step", config, dtype, *steps], "median", ns.rounds)
-                ours, theirs = times.get("minitorch", []), times.get("torch", [])
-                ratios = [a / b for a, b in zip(ours, theirs, strict=False)]
-                table.add_row(config, dtype,
-                              f"{statistics.median(ours) * 1e3:.1f}" if ours else "-",
-                              f"{statistics.median(theirs) * 1e3:.1f}" if theirs else "-",
-                              _ratio(ratios))  # fmt: skip
-        report.show(table)
-        gen = Table("library", f"tokens / s ({NEW_TOKENS} new tokens)", "how")
-        rates: dict[tuple[str, str], list[float]] = {}
-        for _ in range(ns.rounds):  # the libraries taking turns, as in_rounds
-            for library in libraries:
-                res = run_worker([library, "generate", "milestone", "float32", *steps])
-                for key, value in (res or {}).items():
-                    rates.setdefault((library, key), []).append(value)
-        rows = [("minitorch", "tokens_per_s", "KV cache"),
-                ("torch", "cached_tokens_per_s", "KV cache (written in this benchmark)"),
-                ("torch", "tokens_per_s", "no cache (whole context each step)")]  # fmt: skip
-        for library, key, how in rows:
-            if library in libraries:
-                got = rates.get((library, key), [])
-                gen.add_row(library, f"{statistics.median(got):.0f}" if got else "-", how)
-        report.show(gen)
+        contended_tables(report, libraries, configs, steps, ns.rounds)
+    else:
+        configs = ["milestone"] if ns.quick else ["milestone", "large"]
+        step_table(report, libraries, configs, steps, ns.rounds)
+        generation_table(report, libraries, steps, ns.rounds)
+        breakdown_table(report, configs, steps)
         fused_table = Table("operation", "dtype", "fused ms", "unfused ms", "unfused ÷ fused",
                             "fused GB/s", "NumPy copy GB/s")  # fmt: skip
         for dtype in ("float32", "float64"):
