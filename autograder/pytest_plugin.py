@@ -10,6 +10,7 @@ duration, task markers, a short failure message), one per collection error, and 
 read. It is the student's feedback, not a grade: ``minitorch grade`` decides scores from
 graded checks, outside the student's process (``autograder/checks.py``).
 
+Tests run with a fixed thread count (``MINITORCH_ADAPTIVE_THREADS=0`` unless set).
 For every run (the student's ``pytest`` too, through ``tests/conftest.py``): a test that
 reaches a handout stub (``NotImplementedError("Task 0.4: implement ...")``) ends there.
 Hypothesis would otherwise go on generating and shrinking examples against a function
@@ -38,6 +39,11 @@ import pytest
 
 from autograder.regions import STUB_MESSAGE
 from autograder.registry import TASKS, Task
+
+os.environ.setdefault("MINITORCH_ADAPTIVE_THREADS", "0")
+"""Tests run with the thread count they set (``module2/threads.py`` adapts it to the
+machine's load elsewhere): two test workers on two cores would otherwise each drop to
+one thread, and a test that checks parallelism or bits could see a count change."""
 
 TASK_MARKERS = {t.marker: t.id for t in TASKS}
 

@@ -56,6 +56,10 @@ WATCHED: dict[str, tuple[Path, ...]] = {
         _ROOT / "module2" / "fast_paths.py",
         _ROOT / "module2" / "vector_math.py",
     ),
+    str(_ROOT / "module5" / "fused.py"): (
+        _ROOT / "module2" / "fast_matmul.py",  # attention's products: gemm_serial
+        _ROOT / "module2" / "vector_math.py",
+    ),
 }
 """Kernel file -> the files whose code its kernels inline."""
 

@@ -301,6 +301,28 @@ def multiply_block(
                             out[base + r * o_row + q * o_col] += tile[r, q]
 
 
+@njit(fastmath=RANK1_FASTMATH)
+def gemm_serial(
+    out: Storage, o_base: int, o_row: int, o_col: int,
+    a: Storage, a_base: int, a_row: int, a_col: int,
+    b: Storage, b_base: int, b_row: int, b_col: int,
+    m: int, n: int, k: int,
+) -> None:  # fmt: skip
+    """:func:`gemm`'s contract on the calling thread: every panel packed, then one
+    :func:`multiply_block` over them all. Small products, and kernels that already run
+    one task per thread (stage 5's attention), call it directly."""
+    blocks = (k + DEPTH - 1) // DEPTH
+    a_panels = (m + TILE_ROWS - 1) // TILE_ROWS
+    width = tile_cols(a)
+    b_panels = (n + width - 1) // width
+    a_pack = empty_aligned((blocks, a_panels, DEPTH, TILE_ROWS), a)
+    b_pack = empty_aligned((blocks, b_panels, DEPTH, width), a)
+    for task in range(blocks * (a_panels + b_panels)):
+        pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
+    multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
+                   (0, a_panels), (0, b_panels))  # fmt: skip
+
+
 # END SOLUTION
 
 
@@ -321,6 +343,10 @@ def gemm(
     parallel, and at least 2x as fast on one core as a naive triple loop (see the
     README)."""
     # BEGIN SOLUTION 2.3
+    if m * n * k < SERIAL_MAX:  # the same steps on this thread
+        gemm_serial(out, o_base, o_row, o_col, a, a_base, a_row, a_col,
+                    b, b_base, b_row, b_col, m, n, k)  # fmt: skip
+        return
     blocks = (k + DEPTH - 1) // DEPTH
     a_panels = (m + TILE_ROWS - 1) // TILE_ROWS
     width = tile_cols(a)
@@ -328,14 +354,6 @@ def gemm(
     a_pack = empty_aligned((blocks, a_panels, DEPTH, TILE_ROWS), a)
     b_pack = empty_aligned((blocks, b_panels, DEPTH, width), a)
     jobs = blocks * (a_panels + b_panels)
-    if m * n * k < SERIAL_MAX:  # the same steps on this thread
-        for task in range(jobs):
-            pack_panel(
-                a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k
-            )
-        multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
-                       (0, a_panels), (0, b_panels))  # fmt: skip
-        return
     for task in prange(jobs):  # pack every panel of both, once
         pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
     rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_PANELS

@@ -46,7 +46,7 @@ from module1.tensor_ops import (
     tensor_zip,
     zip_output,
 )
-from module2 import cache, fast_index
+from module2 import cache, fast_index, threads
 from module2.compiled_ops import (  # the kernels' building blocks: see that file
     BINARY_OPS,
     PARALLEL_MIN,
@@ -316,6 +316,7 @@ class FastOps(TensorOps):
             fallback = compile_stage1(tensor_map(njit(fn)))
 
         def apply(a: Tensor, out: Tensor | None = None) -> Tensor:
+            threads.follow()  # threads for the machine's load: module2/threads.py
             out = map_output(a, out)
             o, i = out._tensor, a._tensor  # the arguments spelled out: no tuples to unpack
             if op is None:
@@ -339,6 +340,7 @@ class FastOps(TensorOps):
             fallback = compile_stage1(tensor_zip(njit(fn)))
 
         def apply(a: Tensor, b: Tensor) -> Tensor:
+            threads.follow()
             out = zip_output(a, b)
             o, i, j = out._tensor, a._tensor, b._tensor
             if op is None:
@@ -364,6 +366,7 @@ class FastOps(TensorOps):
             fallback = compile_stage1(tensor_reduce(njit(fn)))
 
         def apply(a: Tensor, dim: int) -> Tensor:
+            threads.follow()
             out = reduce_output(a, dim, start)
             if op is None:
                 fallback(*out.tuple_arrays(), *a.tuple_arrays(), dim)
@@ -378,6 +381,7 @@ class FastOps(TensorOps):
 
     @staticmethod
     def matrix_multiply(a: Tensor, b: Tensor) -> Tensor:
+        threads.follow()
         out = a.empty(matmul_shape(a.shape, b.shape))  # both kernels write every entry
         if not out.size:
             return out

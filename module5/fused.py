@@ -40,8 +40,9 @@ CHUNK, SPAN = 512, 8192
 a parallel task taking ``SPAN`` entries."""
 GELU_C = math.sqrt(2.0 / math.pi)
 """GELU's tanh form: ``x/2 (1 + tanh(C (x + 0.044715 x^3)))``, as ``module5.functional``."""
-BLOCK_Q, BLOCK_K = 32, 64
-"""Causal attention's parallel task (32 queries of one head) and its block of keys."""
+BLOCK_Q = 64
+"""Causal attention's block of queries: a parallel task of the forward, a step of a
+head's backward."""
 ROW_BLOCK = 64
 """Rows per partial sum of LayerNorm's weight and bias gradients (each block of rows
 sums into its own row of a scratch array, in parallel; then the blocks are added)."""
@@ -51,6 +52,7 @@ sums into its own row of a scratch array, in parallel; then the blocks are added
 from numba import types as nb_types  # noqa: E402
 from numba.extending import overload  # noqa: E402
 
+from module2.fast_matmul import gemm_serial  # noqa: E402
 from module2.vector_math import exp_loop, tanh32, tanh32_wide  # noqa: E402
 
 
@@ -265,235 +267,106 @@ def _gelu_any(x, out, d, backward):  # unannotated: Numba compares them with the
 
 
 @njit(fastmath=FASTMATH, error_model="numpy")
-def attention_rows(
-    q: Any, k: Any, v: Any, out: Any, lse: Any, i0: int, i1: int, shift: int, scale: float
-) -> None:
-    """Causal attention of queries ``i0:i1`` of one (batch, head): ``q`` ``(T, D)``,
-    ``k`` ``(S, D)``, ``v`` ``(S, Dv)``. Keys come in blocks of :data:`BLOCK_K`, each
-    block transposed once for all the rows (zero-padded to a whole block, so every
-    vector loop runs over ``BLOCK_K`` keys: a fixed, whole number of vectors); each row
-    keeps a running maximum ``m``, a running sum ``l`` of ``exp(score - m)`` and a
-    running output ``acc``, rescaled by ``exp(m_old - m_new)`` when the maximum grows
-    (the online softmax). Scratch: one block of scores for the rows (one vectorized
-    ``exp`` per block) and ``(rows, Dv)``: no ``T x S`` array. Constants are taken in
-    the arrays' dtype, so float32 loops stay float32."""
-    d, dvn = q.shape[1], v.shape[1]
+def attention_block(
+    q: Any, k: Any, v: Any, out: Any, lse: Any, b: int, i0: int, i1: int, shift: int,
+    scale: float,
+) -> None:  # fmt: skip
+    """Causal attention of queries ``i0:i1`` of head ``b`` (``q`` ``(BH, T, D)``, ``k``
+    ``(BH, S, D)``, ``v`` ``(BH, S, Dv)``, contiguous): the block's scores ``q k^T``
+    against the keys its last query sees, by stage 2's packed micro-kernel
+    (``gemm_serial``, strides reading ``k`` transposed); each row's softmax over its own
+    keys (stage 2's vectorized ``exp``), masked keys exactly 0; then the weights times
+    ``v`` by the same kernel. Scratch: the block's rows of scores, ``(i1 - i0) x S``,
+    never ``T x S``. Constants are taken in the arrays' dtype (``work``), so float32
+    loops stay float32."""
+    t, d, sk, dvn = q.shape[1], q.shape[2], k.shape[1], v.shape[2]
     rows = i1 - i0
-    kt = np.zeros((d, BLOCK_K), q.dtype)
-    vt = np.zeros((dvn, BLOCK_K), q.dtype)
-    s = np.empty(rows * BLOCK_K, q.dtype)
-    weights = np.empty(rows * BLOCK_K, q.dtype)
-    acc = np.zeros((rows, dvn), q.dtype)
-    work = np.empty(rows + 3, q.dtype)  # the scale, the masked score, each row's maximum
-    work[0], work[1] = scale, -80.0  # exp(-80) is a normal number: no slow path
-    sc, off = work[0], work[1]
-    zero = sc - sc
-    m = np.full(rows, -np.inf)
-    total = np.zeros(rows)
-    alpha = np.ones(rows)
-    last = min(k.shape[0], i1 + shift)  # the keys the last row sees
-    for j0 in range(0, last, BLOCK_K):
-        width = min(last, j0 + BLOCK_K) - j0
-        for j in range(width):
-            for c in range(d):
-                kt[c, j] = k[j0 + j, c]
-            for c in range(dvn):
-                vt[c, j] = v[j0 + j, c]
-        if width < BLOCK_K:
-            kt[:, width:] = 0.0
-            vt[:, width:] = 0.0
-        for r in range(rows):
-            seen = i0 + r + shift - j0  # keys j0 + j with j <= seen are this row's
-            sr = s[r * BLOCK_K : (r + 1) * BLOCK_K]
-            if seen < 0:
-                alpha[r] = 1.0
-                sr[:] = off
-                continue
-            sr[:] = 0.0
-            row_times_t(sr, q[i0 + r], sc, kt, 0)
-            top = row_max(sr, min(BLOCK_K, seen + 1))
-            top = top if top > m[r] else m[r]
-            alpha[r] = math.exp(m[r] - top)
-            m[r] = top
-            work[2] = top
-            shifted = work[2]
-            for j in range(BLOCK_K):
-                sr[j] = sr[j] - shifted if j <= seen else off
-        exp_loop(weights, s)
-        for r in range(rows):
-            seen = i0 + r + shift - j0
-            pr = weights[r * BLOCK_K : (r + 1) * BLOCK_K]
-            added = zero
-            for j in range(BLOCK_K):
-                pj = pr[j] if j <= seen else zero
-                pr[j] = pj
-                added += pj
-            total[r] = total[r] * alpha[r] + added
-            work[2] = alpha[r]
-            a = work[2]
-            ar = acc[r]
-            for c in range(0, dvn - 3, 4):  # four dot products per pass
-                v0, v1 = vt[c], vt[c + 1]
-                v2, v3 = vt[c + 2], vt[c + 3]
-                a0 = a1 = a2 = a3 = zero
-                for j in range(BLOCK_K):
-                    x = pr[j]
-                    a0 += x * v0[j]
-                    a1 += x * v1[j]
-                    a2 += x * v2[j]
-                    a3 += x * v3[j]
-                ar[c] = ar[c] * a + a0
-                ar[c + 1] = ar[c + 1] * a + a1
-                ar[c + 2] = ar[c + 2] * a + a2
-                ar[c + 3] = ar[c + 3] * a + a3
-            for c in range(dvn - dvn % 4, dvn):
-                vc = vt[c]
-                a0 = zero
-                for j in range(BLOCK_K):
-                    a0 += pr[j] * vc[j]
-                ar[c] = ar[c] * a + a0
+    last = min(sk, i1 + shift)  # the keys the block's last query sees
+    qf, kf, vf = q.reshape(-1), k.reshape(-1), v.reshape(-1)
+    s = np.zeros(rows * last, q.dtype)
+    gemm_serial(s, 0, last, 1, qf, (b * t + i0) * d, d, 1, kf, b * sk * d, 1, d, rows, last, d)
+    p = np.empty(rows * last, q.dtype)
+    work = np.empty(2, q.dtype)
+    work[0] = scale
+    sc = work[0]
+    total = np.empty(rows)
     for r in range(rows):
-        inv = 1.0 / total[r]
+        kept = i0 + r + shift + 1
+        sr, pr = s[r * last : (r + 1) * last], p[r * last : (r + 1) * last]
+        top = row_max(sr, kept) * sc
+        work[1] = top
+        shifted = work[1]
+        for j in range(kept):
+            sr[j] = sr[j] * sc - shifted
+        exp_loop(pr[:kept], sr[:kept])
+        acc = 0.0
+        for j in range(kept):
+            acc += pr[j]
+        pr[kept:] = 0.0
+        total[r] = acc
+        lse[b, i0 + r] = top + math.log(acc)
+    o = np.zeros(rows * dvn, q.dtype)
+    gemm_serial(o, 0, dvn, 1, p, 0, last, 1, vf, b * sk * dvn, dvn, 1, rows, dvn, last)
+    for r in range(rows):
+        work[1] = 1.0 / total[r]
+        inv = work[1]
         for c in range(dvn):
-            out[i0 + r, c] = acc[r, c] * inv
-        lse[i0 + r] = m[r] + math.log(total[r])
-
-
-@njit(fastmath=FASTMATH, error_model="numpy")
-def add_products_t(acc: Any, a: Any, m: Any, i0: int, rows: int, j0: int) -> None:
-    """``acc[c, j0:j0 + BLOCK_K] += sum_r a[i0 + r, c] * m[r]`` over ``rows`` rows of
-    ``BLOCK_K`` in the flat scratch ``m``: a block of ``dk`` or ``dv``, transposed (keys
-    along the vector loop). Four rows per pass, so each pass loads and stores ``acc``
-    once for four multiply-adds."""
-    for c in range(acc.shape[0]):
-        ac = acc[c, j0 : j0 + BLOCK_K]
-        for r in range(0, rows - 3, 4):
-            g0, g1, g2, g3 = a[i0 + r, c], a[i0 + r + 1, c], a[i0 + r + 2, c], a[i0 + r + 3, c]
-            m0, m1 = m[r * BLOCK_K : (r + 1) * BLOCK_K], m[(r + 1) * BLOCK_K : (r + 2) * BLOCK_K]
-            m2, m3 = (
-                m[(r + 2) * BLOCK_K : (r + 3) * BLOCK_K],
-                m[(r + 3) * BLOCK_K : (r + 4) * BLOCK_K],
-            )
-            for j in range(BLOCK_K):
-                ac[j] += (g0 * m0[j] + g1 * m1[j]) + (g2 * m2[j] + g3 * m3[j])
-        for r in range(rows - rows % 4, rows):
-            g, mr = a[i0 + r, c], m[r * BLOCK_K : (r + 1) * BLOCK_K]
-            for j in range(BLOCK_K):
-                ac[j] += g * mr[j]
-
-
-@njit(fastmath=FASTMATH, error_model="numpy")
-def row_times_t(out: Any, x: Any, scale: Any, t: Any, j0: int) -> None:
-    """``out[j] += sum_c x[c] * scale * t[c, j0 + j]`` for the ``BLOCK_K`` keys of a
-    block (``t`` a transposed ``k`` or ``v``): one row of scores, four columns of ``t``
-    per pass."""
-    d = len(x)
-    for c in range(0, d - 3, 4):
-        x0, x1, x2, x3 = x[c] * scale, x[c + 1] * scale, x[c + 2] * scale, x[c + 3] * scale
-        t0, t1 = t[c, j0 : j0 + BLOCK_K], t[c + 1, j0 : j0 + BLOCK_K]
-        t2, t3 = t[c + 2, j0 : j0 + BLOCK_K], t[c + 3, j0 : j0 + BLOCK_K]
-        for j in range(BLOCK_K):
-            out[j] += (x0 * t0[j] + x1 * t1[j]) + (x2 * t2[j] + x3 * t3[j])
-    for c in range(d - d % 4, d):
-        xc, tc = x[c] * scale, t[c, j0 : j0 + BLOCK_K]
-        for j in range(BLOCK_K):
-            out[j] += xc * tc[j]
+            out[b, i0 + r, c] = o[r * dvn + c] * inv
 
 
 @njit(fastmath=FASTMATH, error_model="numpy")
 def attention_backward_head(
     q: Any, k: Any, v: Any, out: Any, lse: Any, dout: Any,
-    dq: Any, dk: Any, dv: Any, shift: int, scale: float, work: Any,
+    dq: Any, dk: Any, dv: Any, b: int, shift: int, scale: float,
 ) -> None:  # fmt: skip
-    """The gradients of one (batch, head)'s causal attention, recomputing each weight
-    ``p = exp(score - lse)`` from the saved log-sum-exp (FlashAttention's backward):
-    with ``D_i = dout_i . out_i``, ``ds = p (dout_i . v_j - D_i)``; ``dv_j += p
-    dout_i``, ``dq_i += scale ds k_j``, ``dk_j += scale ds q_i``.
-
-    In blocks of ``BLOCK_K`` queries by ``BLOCK_K`` keys, every vector loop running
-    over the ``BLOCK_K`` keys of a block: a loop of a fixed, whole number of vectors,
-    where a loop over a row's own number of keys (1 to T) ran mostly in its scalar
-    remainder. ``k`` and ``v`` are transposed once, zero-padded to whole blocks;
-    ``dk`` and ``dv`` are summed transposed; masked pairs get ``p = 0``. Scratch: the
-    transposes and three blocks of scores, no ``T x S`` array. Every constant is
-    taken in the arrays' dtype (``work``'s): a float64 constant, or ``f32 * 0``,
-    made the float32 loops float64. 1.7x as fast as the pair-by-pair loop at the
-    milestone's 48 heads x 64 x 32 in float32 (equal in float64), 2x at 96 x 256 x 64."""
-    t, d = q.shape
-    sk, dvn = k.shape[0], v.shape[1]
-    width = (sk + BLOCK_K - 1) // BLOCK_K * BLOCK_K
-    work[0], work[1], work[3] = scale, -80.0, 1.0  # exp(-80 - lse): no slow path
-    sc, off, one = work[0], work[1], work[3]
-    zero = sc - sc
-    kt, vt = np.zeros((d, width), q.dtype), np.zeros((dvn, width), q.dtype)
-    dkt, dvt = np.zeros((d, width), q.dtype), np.zeros((dvn, width), q.dtype)
-    s = np.empty(BLOCK_K * BLOCK_K, q.dtype)
-    p, dp = np.empty_like(s), np.empty_like(s)
+    """The gradients of head ``b``'s causal attention, recomputing each weight ``p =
+    exp(scale q_i . k_j - lse_i)`` from the saved log-sum-exp (FlashAttention's
+    backward), :data:`BLOCK_Q` queries at a time: with ``D_i = dout_i . out_i`` and
+    ``ds = scale p (dout_i . v_j - D_i)``, ``dq = ds k``, ``dk += ds^T q``, ``dv += p^T
+    dout``. Each of the five products (the two score blocks, then those three) is
+    stage 2's packed micro-kernel on the calling thread (``gemm_serial``); transposes
+    are strides. One head per task, so no two threads add into one ``dk`` or ``dv``.
+    Scratch: a block's rows of scores, never ``T x S``."""
+    t, d, sk, dvn = q.shape[1], q.shape[2], k.shape[1], v.shape[2]
+    qf, kf, vf, dof = q.reshape(-1), k.reshape(-1), v.reshape(-1), dout.reshape(-1)
+    dqf, dkf, dvf = dq.reshape(-1), dk.reshape(-1), dv.reshape(-1)
+    qb, kb, vb, ob = b * t * d, b * sk * d, b * sk * dvn, b * t * dvn
+    dq[b], dk[b], dv[b] = 0.0, 0.0, 0.0
+    work = np.empty(3, q.dtype)
+    work[0] = scale
+    sc = work[0]
     big_d = np.empty(t, q.dtype)
-    for j in range(sk):
-        for c in range(d):
-            kt[c, j] = k[j, c]
-        for c in range(dvn):
-            vt[c, j] = v[j, c]
-    dq[:] = 0.0
     for i in range(t):
-        acc = zero
+        acc = sc - sc
         for c in range(dvn):
-            acc += dout[i, c] * out[i, c]
+            acc += dout[b, i, c] * out[b, i, c]
         big_d[i] = acc
-    for i0 in range(0, t, BLOCK_K):
-        rows = min(t, i0 + BLOCK_K) - i0
-        for j0 in range(0, min(sk, i0 + rows + shift), BLOCK_K):
-            for r in range(rows):
-                i = i0 + r
-                sr, dr = s[r * BLOCK_K : (r + 1) * BLOCK_K], dp[r * BLOCK_K : (r + 1) * BLOCK_K]
-                work[2] = -lse[i]
-                start = work[2]
-                for j in range(BLOCK_K):
-                    sr[j] = start
-                    dr[j] = zero
-                row_times_t(sr, q[i], sc, kt, j0)
-                row_times_t(dr, dout[i], one, vt, j0)
-                seen = i + shift - j0  # keys j0 + j with j <= seen are this row's
-                for j in range(BLOCK_K):
-                    sr[j] = sr[j] if j <= seen else off
-            exp_loop(p[: rows * BLOCK_K], s[: rows * BLOCK_K])
-            for r in range(rows):
-                i = i0 + r
-                seen = i + shift - j0
-                pr, dr = p[r * BLOCK_K : (r + 1) * BLOCK_K], dp[r * BLOCK_K : (r + 1) * BLOCK_K]
-                bd = big_d[i]
-                for j in range(BLOCK_K):
-                    pj = pr[j] if j <= seen else zero
-                    pr[j] = pj
-                    dr[j] = pj * (dr[j] - bd) * sc
-                for c in range(0, d - 3, 4):  # dq_i: four dot products per pass
-                    k0, k1 = kt[c, j0 : j0 + BLOCK_K], kt[c + 1, j0 : j0 + BLOCK_K]
-                    k2, k3 = kt[c + 2, j0 : j0 + BLOCK_K], kt[c + 3, j0 : j0 + BLOCK_K]
-                    a0 = a1 = a2 = a3 = zero
-                    for j in range(BLOCK_K):
-                        x = dr[j]
-                        a0 += x * k0[j]
-                        a1 += x * k1[j]
-                        a2 += x * k2[j]
-                        a3 += x * k3[j]
-                    dq[i, c] += a0
-                    dq[i, c + 1] += a1
-                    dq[i, c + 2] += a2
-                    dq[i, c + 3] += a3
-                for c in range(d - d % 4, d):
-                    kc = kt[c, j0 : j0 + BLOCK_K]
-                    acc = zero
-                    for j in range(BLOCK_K):
-                        acc += dr[j] * kc[j]
-                    dq[i, c] += acc
-            add_products_t(dvt, dout, p, i0, rows, j0)
-            add_products_t(dkt, q, dp, i0, rows, j0)
-    for j in range(sk):
-        for c in range(d):
-            dk[j, c] = dkt[c, j]
-        for c in range(dvn):
-            dv[j, c] = dvt[c, j]
+    for i0 in range(0, t, BLOCK_Q):
+        i1 = min(t, i0 + BLOCK_Q)
+        rows, last = i1 - i0, min(sk, i1 + shift)
+        s = np.zeros(rows * last, q.dtype)
+        dp = np.zeros(rows * last, q.dtype)
+        gemm_serial(s, 0, last, 1, qf, qb + i0 * d, d, 1, kf, kb, 1, d, rows, last, d)
+        gemm_serial(dp, 0, last, 1, dof, ob + i0 * dvn, dvn, 1, vf, vb, 1, dvn, rows, last, dvn)
+        p = np.empty(rows * last, q.dtype)
+        for r in range(rows):
+            i = i0 + r
+            kept = i + shift + 1
+            sr, pr = s[r * last : (r + 1) * last], p[r * last : (r + 1) * last]
+            dr = dp[r * last : (r + 1) * last]
+            work[1] = lse[b, i]
+            lse_i = work[1]
+            for j in range(kept):
+                sr[j] = sr[j] * sc - lse_i
+            exp_loop(pr[:kept], sr[:kept])
+            pr[kept:] = 0.0
+            bd = big_d[i]
+            for j in range(kept):  # dp becomes ds, in place
+                dr[j] = pr[j] * (dr[j] - bd) * sc
+            dr[kept:] = 0.0
+        gemm_serial(dqf, qb + i0 * d, d, 1, dp, 0, last, 1, kf, kb, d, 1, rows, d, last)
+        gemm_serial(dkf, kb, d, 1, dp, 0, 1, last, qf, qb + i0 * d, d, 1, last, d, rows)
+        gemm_serial(dvf, vb, dvn, 1, p, 0, 1, last, dof, ob + i0 * dvn, dvn, 1, last, dvn, rows)
 
 
 # END SOLUTION
@@ -633,7 +506,7 @@ def causal_attention(q: Any, k: Any, v: Any, out: Any, lse: Any, scale: float) -
     blocks = (t + BLOCK_Q - 1) // BLOCK_Q
     for task in prange(heads * blocks):
         b, i0 = task // blocks, task % blocks * BLOCK_Q
-        attention_rows(q[b], k[b], v[b], out[b], lse[b], i0, min(t, i0 + BLOCK_Q), shift, scale)
+        attention_block(q, k, v, out, lse, b, i0, min(t, i0 + BLOCK_Q), shift, scale)
     # END SOLUTION
 
 
@@ -647,10 +520,7 @@ def causal_attention_backward(
     the inputs, ``out`` and ``lse``, recomputing the attention weights (no ``T x S``
     array kept from the forward)."""
     # BEGIN SOLUTION 5.5
-    t = q.shape[1]
-    shift = k.shape[1] - t
+    shift = k.shape[1] - q.shape[1]
     for b in prange(q.shape[0]):
-        work = np.empty(4, q.dtype)  # constants in the arrays' dtype
-        attention_backward_head(q[b], k[b], v[b], out[b], lse[b], dout[b], dq[b], dk[b],
-                                dv[b], shift, scale, work)  # fmt: skip
+        attention_backward_head(q, k, v, out, lse, dout, dq, dk, dv, b, shift, scale)
     # END SOLUTION

@@ -91,9 +91,11 @@ def share_cores(comm: Any) -> int:
     run four threads. A collective: every rank calls it. Returns this rank's count."""
     import numba
 
+    from module2 import threads as thread_count
+
     local = comm.Split_type(mpi().COMM_TYPE_SHARED).Get_size()
     threads = max(1, numba.config.NUMBA_NUM_THREADS // local)  # type: ignore[attr-defined]
-    numba.set_num_threads(threads)
+    thread_count.set_cap(threads)  # the most module2/threads.py may choose under load
     return threads
 
 

@@ -47,6 +47,12 @@ def _thread_ticks() -> dict[int, int]:
 def _threads() -> int:
     wanted = min(2, numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(wanted)
+    try:  # the count stays as set: module2/threads.py adapts it only where asked to
+        from module2 import threads
+
+        threads.enabled = False
+    except ImportError:  # stage 2 not reached (a handout through stage 1)
+        pass
     return wanted
 
 
