@@ -286,25 +286,31 @@ def attention_block(
     s = np.zeros(rows * last, q.dtype)
     gemm_serial(s, 0, last, 1, qf, (b * t + i0) * d, d, 1, kf, b * sk * d, 1, d, rows, last, d)
     p = np.empty(rows * last, q.dtype)
-    work = np.empty(2, q.dtype)
-    work[0] = scale
-    sc = work[0]
-    total = np.empty(rows)
-    for r in range(rows):
+    work = np.empty(3, q.dtype)
+    work[0], work[2] = scale, -80.0  # exp(-80) is a normal number: no slow path
+    sc, off = work[0], work[2]
+    tops = np.empty(rows)
+    for r in range(rows):  # shift each row by its maximum; masked keys to -80
         kept = i0 + r + shift + 1
-        sr, pr = s[r * last : (r + 1) * last], p[r * last : (r + 1) * last]
+        sr = s[r * last : (r + 1) * last]
         top = row_max(sr, kept) * sc
+        tops[r] = top
         work[1] = top
         shifted = work[1]
         for j in range(kept):
             sr[j] = sr[j] * sc - shifted
-        exp_loop(pr[:kept], sr[:kept])
+        sr[kept:] = off
+    exp_loop(p, s)  # one vector loop over the whole block, not a call per row
+    total = np.empty(rows)
+    for r in range(rows):
+        kept = i0 + r + shift + 1
+        pr = p[r * last : (r + 1) * last]
         acc = 0.0
         for j in range(kept):
             acc += pr[j]
         pr[kept:] = 0.0
         total[r] = acc
-        lse[b, i0 + r] = top + math.log(acc)
+        lse[b, i0 + r] = tops[r] + math.log(acc)
     o = np.zeros(rows * dvn, q.dtype)
     gemm_serial(o, 0, dvn, 1, p, 0, last, 1, vf, b * sk * dvn, dvn, 1, rows, dvn, last)
     for r in range(rows):
@@ -333,8 +339,8 @@ def attention_backward_head(
     qb, kb, vb, ob = b * t * d, b * sk * d, b * sk * dvn, b * t * dvn
     dq[b], dk[b], dv[b] = 0.0, 0.0, 0.0
     work = np.empty(3, q.dtype)
-    work[0] = scale
-    sc = work[0]
+    work[0], work[2] = scale, -80.0  # exp(-80 - lse): a normal number, no slow path
+    sc, off = work[0], work[2]
     big_d = np.empty(t, q.dtype)
     for i in range(t):
         acc = sc - sc
@@ -349,16 +355,20 @@ def attention_backward_head(
         gemm_serial(s, 0, last, 1, qf, qb + i0 * d, d, 1, kf, kb, 1, d, rows, last, d)
         gemm_serial(dp, 0, last, 1, dof, ob + i0 * dvn, dvn, 1, vf, vb, 1, dvn, rows, last, dvn)
         p = np.empty(rows * last, q.dtype)
-        for r in range(rows):
+        for r in range(rows):  # the scores less each row's log-sum-exp; masked to -80
             i = i0 + r
             kept = i + shift + 1
-            sr, pr = s[r * last : (r + 1) * last], p[r * last : (r + 1) * last]
-            dr = dp[r * last : (r + 1) * last]
+            sr = s[r * last : (r + 1) * last]
             work[1] = lse[b, i]
             lse_i = work[1]
             for j in range(kept):
                 sr[j] = sr[j] * sc - lse_i
-            exp_loop(pr[:kept], sr[:kept])
+            sr[kept:] = off
+        exp_loop(p, s)  # one vector loop over the block
+        for r in range(rows):
+            i = i0 + r
+            kept = i + shift + 1
+            pr, dr = p[r * last : (r + 1) * last], dp[r * last : (r + 1) * last]
             pr[kept:] = 0.0
             bd = big_d[i]
             for j in range(kept):  # dp becomes ds, in place

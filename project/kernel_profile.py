@@ -49,12 +49,17 @@ KERNELS: dict[str, list[tuple[str, str]]] = {
         ("module2.fast_index", "gather"),
         ("module2.fast_index", "scatter_add"),
     ],
+    "split (copies, zeros)": [
+        ("module1.shape_ops", "_Narrow.forward"),
+        ("module1.shape_ops", "_Narrow.backward"),
+    ],
     "clip, optimizer": [
         ("module5.optim", "clip_grad_norm_"),
         ("module5.optim", "adam_update"),
     ],
 }
-"""Each family's kernels, as (module, attribute) pairs that callers look up at call time."""
+"""Each family's kernels, as (module, attribute) pairs that callers look up at call time
+(``Class.method`` for a Function's static forward or backward)."""
 
 PYTHON = "Python (graph, dispatch, allocation)"
 
@@ -81,11 +86,16 @@ def kernel_profile() -> Iterator[dict[str, float]]:
     saved: list[tuple[Any, str, Any]] = []
     try:
         for family, names in KERNELS.items():
-            for module_name, attribute in names:
-                module = importlib.import_module(module_name)
-                original = getattr(module, attribute)
-                saved.append((module, attribute, original))
-                setattr(module, attribute, _timed(original, family, times, depth))
+            for module_name, path in names:
+                owner: Any = importlib.import_module(module_name)
+                *outer, attribute = path.split(".")
+                for name in outer:  # a class: its static method
+                    owner = getattr(owner, name)
+                raw = owner.__dict__[attribute] if outer else getattr(owner, attribute)
+                original = raw.__func__ if isinstance(raw, staticmethod) else raw
+                timed = _timed(original, family, times, depth)
+                saved.append((owner, attribute, raw))
+                setattr(owner, attribute, staticmethod(timed) if outer else timed)
         yield times
     finally:
         for module, attribute, original in reversed(saved):
