@@ -60,9 +60,14 @@ vectors of one row of ``b`` and one broadcast value of ``a`` in registers at onc
   2.3 GHz base clock (4 x 2 flops x 2 units per cycle); 6 x 8 made 23.2 and 44.2."""
 TILE_BYTES = TILE_VECTORS * VECTOR_BYTES
 """Bytes in a row of the tile (128 with AVX-512 or AVX2): :func:`tile_cols` values."""
-DEPTH = 256
-"""Depth of a packed micro-panel (``KC`` in BLIS): a 256-deep panel of ``b`` is 32 KiB
-(256 x 16 float64, or 256 x 32 float32)."""
+DEPTH = 512
+"""Depth of a packed micro-panel (``KC`` in BLIS): a 512-deep panel of ``b`` is 64 KiB
+(512 x 16 float64, or 512 x 32 float32), more than an L1 cache; the prefetches keep
+it coming from L2. Each block of depth is one more pass of loads and stores over the
+output, and on a 2-core AMD EPYC (Zen 4, 32 KiB L1, 1 MiB L2) 512 beat 256 at n = 1024
+in three alternating runs of 1024^3 products: float64 92.5 / 96.7 / 91.0 against 84.0 /
+87.1 / 46.7 GFLOP/s (a slow spell), float32 194 / 203 / 191 against 177 / 186 / 101;
+128 lost (81 against 88 in float64); 1024 measured as 512."""
 BLOCK_ROWS, BLOCK_PANELS = 64, 8
 """One parallel task: about 64 rows (``BLOCK_ROWS // TILE_ROWS`` panels of ``a``, 128
 KiB in float64: they stay in L2) by 8 panels of ``b`` (128 columns in float64, 256 in
@@ -173,7 +178,7 @@ def rank1_kernel(
 ) -> None:  # fmt: skip
     """The generated kernel for the panels' dtype (:data:`_KERNELS`), chosen when the
     caller compiles: each dtype's gemm compiles its own kernel only. Called, not
-    inlined (one call per 8 x 256 x 16 or 32 block of multiply-adds): inlined through
+    inlined (one call per 8 x 512 x 16 or 32 block of multiply-adds): inlined through
     the overload, ``gemm`` took 16.5 s to compile in float64 and 31.7 s in float32
     (8.3 and 7.6 with one inlined 8 x 16 kernel); called, 7.7 and 12.5 s, as fast."""
     _KERNELS[b_panel.itemsize](a_panel, b_panel, kc, tile, out, base, o_row, full, a_next, b_next)

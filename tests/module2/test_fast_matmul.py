@@ -10,8 +10,8 @@ generated register-tiled micro-kernel, its tile chosen by CPU) is the student's 
   ``gemm`` called directly. Sizes are drawn across every small block edge (1 to 35:
   multiples of 2, 4, 8, 16, 32 and their neighbours) and, for the large products, are
   odd (most of them primes), so no tile or block size divides them (the reference's 8-
-  and 3-row tiles, 256-deep panels and 64 x 128 tasks included), and ``k`` runs past
-  256: a dropped or repeated last piece shows.
+  and 3-row tiles, 512-deep panels and 64 x 128 tasks included), and ``k`` runs past
+  512: a dropped or repeated last piece shows.
 * **In parallel**: per-thread CPU clocks (``tests/parallel.py``), not a timing.
 * **Speed**: a same-process comparison with a naive triple loop given here (not any
   student task's code). Both run on one Numba thread and are timed by the calling
@@ -235,13 +235,13 @@ def operands(dtype: type, n: int, m: int, p: int, seed: int) -> tuple[np.ndarray
 
 # (n, m, p): column counts around the float32 tile (32 columns) and the float64 one (16),
 # and around a parallel task's 8 panels (256 float32 columns, 128 float64); rows around
-# the 8-row tile and a task's 64 rows; depths around a 256-deep panel. Each has at least
-# 65,536 multiply-adds and sides of at least 16: the backend's packed path.
+# the 8-row tile and a task's 64 rows; depths around a 512-deep panel (and 256). Each
+# has at least 65,536 multiply-adds and sides of at least 16: the backend's packed path.
 PACKED_SIZES = [
     *((16, 257, p) for p in (16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 95, 97)),
     *((17, 40, p) for p in (127, 128, 129, 255, 256, 257)),
     *((n, 130, 33) for n in (16, 23, 24, 25, 63, 64, 65)),
-    (16, 256, 16), (16, 255, 17), (64, 64, 16),
+    (16, 256, 16), (16, 255, 17), (64, 64, 16), (16, 511, 16), (16, 512, 17), (17, 513, 16),
     (65, 257, 65), (65, 70, 257),  # over a million multiply-adds: in parallel
 ]  # fmt: skip
 # Just below a threshold (fewer than 65,536 multiply-adds, or a side under 16): task
@@ -286,13 +286,13 @@ FLOAT32_EDGES = [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65]
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
 def test_packed_driver_at_small_tile_edges(dtype: type) -> None:
     """The packed driver itself (below the backend's threshold too): every pair of
-    :data:`FLOAT32_EDGES` as rows and columns, with depths of 1, 3 and 257 (past a
-    256-deep panel), ``a`` transposed on every other product. Planted bug caught: gemm
+    :data:`FLOAT32_EDGES` as rows and columns, with depths of 1, 3 and 513 (past a
+    512-deep panel), ``a`` transposed on every other product. Planted bug caught: gemm
     making ``n // width`` panels of ``b``, which dropped the last partial column tile."""
     seed = 0
     for n in FLOAT32_EDGES:
         for p in FLOAT32_EDGES:
-            for m in (1, 3, 257) if n in (1, 9, 33) or p in (1, 33) else (3,):
+            for m in (1, 3, 513) if n in (1, 9, 33) or p in (1, 33) else (3,):
                 seed += 1
                 a, b = operands(dtype, n, m, p, seed)
                 x = stored_transposed(a) if seed % 2 else fast(a)
