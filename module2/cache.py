@@ -77,6 +77,8 @@ class DependencyLocator(caching._CacheLocator):
     def __init__(self, inner: Any, dependencies: tuple[Path, ...]) -> None:
         self._inner = inner
         self._dependencies = dependencies
+        self._py_file = getattr(inner, "_py_file", "")  # Numba's warning about a kernel
+        # it cannot cache names the file (without it, that warning raised instead)
 
     def ensure_cache_path(self) -> None:
         self._inner.ensure_cache_path()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numba import njit, prange
+from numba import config, njit, prange
 
 from module1.tensor_data import Shape, Storage, Strides
 from module2.compiled_ops import broadcast_index, index_to_position, size_of, to_index
@@ -75,6 +75,15 @@ float32) of the output. Small enough that a float64 256 x 256 product makes 8 ta
 two threads share them evenly (at 96 x 256 it made 3, and one thread did two: 60
 against 77 GFLOP/s); larger blocks measured no faster at 1024, nor 4 panels instead of
 8 in float32."""
+TASKS_PER_THREAD = 4
+"""A product cut into fewer tasks than this many per thread gets narrower tasks (half
+the panels of ``b``, until it has enough or one panel each): with AVX2's 3-row tile a
+float32 256 x 256 product made 5 tasks of 63 rows, and one of two threads did three.
+Measured (Zen 4, AVX2 code, four alternating runs): 83-125 GFLOP/s, median 111, against
+89-111, median 106, before: within this machine's drift, so a small gain at most."""
+THREADS = int(config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+"""Numba's threads when the kernels were compiled (``get_num_threads()`` in a kernel
+would keep it out of the on-disk cache)."""
 SERIAL_MAX = 1 << 20
 """Products of fewer multiply-adds run on the calling thread: waking the thread pool
 twice cost more than the second core saved."""
@@ -363,6 +372,9 @@ def gemm(
         pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
     rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_PANELS
     row_tasks = (a_panels + rows_per - 1) // rows_per
+    wanted = TASKS_PER_THREAD * THREADS
+    while cols_per > 1 and row_tasks * ((b_panels + cols_per - 1) // cols_per) < wanted:
+        cols_per //= 2  # too few tasks to share evenly: narrower ones
     col_tasks = (b_panels + cols_per - 1) // cols_per
     for task in prange(row_tasks * col_tasks):
         i0, j0 = task // col_tasks * rows_per, task % col_tasks * cols_per
