@@ -329,8 +329,9 @@ def gemm_serial(
     a_panels = (m + TILE_ROWS - 1) // TILE_ROWS
     width = tile_cols(a)
     b_panels = (n + width - 1) // width
-    a_pack = empty_aligned((blocks, a_panels, DEPTH, TILE_ROWS), a)
-    b_pack = empty_aligned((blocks, b_panels, DEPTH, width), a)
+    depth = min(DEPTH, k)  # a shallow product's panels lie next to each other
+    a_pack = empty_aligned((blocks, a_panels, depth, TILE_ROWS), a)
+    b_pack = empty_aligned((blocks, b_panels, depth, width), a)
     for task in range(blocks * (a_panels + b_panels)):
         pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
     multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
@@ -365,8 +366,9 @@ def gemm(
     a_panels = (m + TILE_ROWS - 1) // TILE_ROWS
     width = tile_cols(a)
     b_panels = (n + width - 1) // width
-    a_pack = empty_aligned((blocks, a_panels, DEPTH, TILE_ROWS), a)
-    b_pack = empty_aligned((blocks, b_panels, DEPTH, width), a)
+    depth = min(DEPTH, k)  # a shallow product's panels lie next to each other
+    a_pack = empty_aligned((blocks, a_panels, depth, TILE_ROWS), a)
+    b_pack = empty_aligned((blocks, b_panels, depth, width), a)
     jobs = blocks * (a_panels + b_panels)
     for task in prange(jobs):  # pack every panel of both, once
         pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
