@@ -34,7 +34,7 @@ KEYS: tuple[str, ...] = (
     "module2/cache.py:<module>:1c4034985c8984fc03db",
     "module2/cache.py:<module>:c1b123ae3f9a44dcd99d",
     "module2/cache.py:DependencyLocator.<body>:f7ac2befa7f49e6f41f9",
-    "module2/cache.py:DependencyLocator.__init__:05c86f3cdfff1d7df8e8",
+    "module2/cache.py:DependencyLocator.__init__:c9b0b001a86d9767da4e",
     "module2/cache.py:DependencyLocator.ensure_cache_path:cc9b84654275b9d77324",
     "module2/cache.py:DependencyLocator.from_function:441cda56d31e7a250403",
     "module2/cache.py:DependencyLocator.get_cache_path:a30dcb08cee4f65f05d3",
@@ -81,8 +81,8 @@ KEYS: tuple[str, ...] = (
     "module2/fast_matmul.py:<module>:e464bfb901648e5e3213",
     "module2/fast_matmul.py:Any,TYPE_CHECKING:3dadcf2fe4951ade9de3",
     "module2/fast_matmul.py:FASTMATH:309aa87d2da06973cb9f",
+    "module2/fast_matmul.py:config,njit,prange:036494c102a340bf9123",
     "module2/fast_matmul.py:gemm:e01ed1f97a0087bc658d",
-    "module2/fast_matmul.py:njit,prange:291f26765e6db0e67fb0",
     "module2/fast_matmul.py:np:2d09954f2c07469b0cbd",
     "module2/fast_ops.py:<module>:2c020f57adfb3c708348",
     "module2/fast_ops.py:<module>:64399069740a07fc420a",
@@ -298,7 +298,7 @@ GIVEN: dict[str, tuple[str, str]] = {
         "111 112 113 114 115 116 117 118 134 138 153 154 155 156 157 158",
     ),
     "5.5": (
-        "1 19 42 46 48 50 55 56 57 61 71 72 94 97 98 103 104 179 180 181 182 183 184 185 "
+        "1 19 42 46 48 50 55 56 57 61 70 72 94 97 98 103 104 179 180 181 182 183 184 185 "
         "186 187 188 189 190 191 192 193 194 195 196",
         "0 13 14 15 16 17 18 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 "
         "40 41 49 52 53 54 59 60 63 64 65 66 67 68 73 74 75 76 77 78 79 80 81 82 83 89 90 "

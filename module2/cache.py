@@ -77,8 +77,9 @@ class DependencyLocator(caching._CacheLocator):
     def __init__(self, inner: Any, dependencies: tuple[Path, ...]) -> None:
         self._inner = inner
         self._dependencies = dependencies
-        self._py_file = getattr(inner, "_py_file", "")  # Numba's warning about a kernel
-        # it cannot cache names the file (without it, that warning raised instead)
+        # Numba's warning about a kernel it cannot cache names the locator's file
+        # (without this attribute, the warning raised AttributeError instead)
+        self._py_file: str = inner._py_file if hasattr(inner, "_py_file") else ""
 
     def ensure_cache_path(self) -> None:
         self._inner.ensure_cache_path()
