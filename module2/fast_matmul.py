@@ -315,6 +315,22 @@ def multiply_block(
                             out[base + r * o_row + q * o_col] += tile[r, q]
 
 
+@njit
+def packing_buffers(a: Storage, m: int, n: int, k: int) -> tuple[Any, Any]:
+    """Empty ``a_pack`` ``(blocks, a_panels, depth, TILE_ROWS)`` and ``b_pack`` ``(blocks,
+    b_panels, depth, width)`` for an ``(m, k) @ (k, n)`` product in ``a``'s dtype:
+    ``blocks`` of :data:`DEPTH` values of ``k``, panels of :data:`TILE_ROWS` rows and of
+    :func:`tile_cols` columns. A shallow product's panels are ``k`` deep, so they lie
+    next to each other rather than ``DEPTH`` apart."""
+    width = tile_cols(a)
+    blocks, depth = (k + DEPTH - 1) // DEPTH, min(DEPTH, k)
+    a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, (n + width - 1) // width
+    return (
+        empty_aligned((blocks, a_panels, depth, TILE_ROWS), a),
+        empty_aligned((blocks, b_panels, depth, width), a),
+    )
+
+
 @njit(fastmath=RANK1_FASTMATH)
 def gemm_serial(
     out: Storage, o_base: int, o_row: int, o_col: int,
@@ -325,13 +341,8 @@ def gemm_serial(
     """:func:`gemm`'s contract on the calling thread: every panel packed, then one
     :func:`multiply_block` over them all. Small products, and kernels that already run
     one task per thread (stage 5's attention), call it directly."""
-    blocks = (k + DEPTH - 1) // DEPTH
-    a_panels = (m + TILE_ROWS - 1) // TILE_ROWS
-    width = tile_cols(a)
-    b_panels = (n + width - 1) // width
-    depth = min(DEPTH, k)  # a shallow product's panels lie next to each other
-    a_pack = empty_aligned((blocks, a_panels, depth, TILE_ROWS), a)
-    b_pack = empty_aligned((blocks, b_panels, depth, width), a)
+    a_pack, b_pack = packing_buffers(a, m, n, k)
+    blocks, a_panels, b_panels = a_pack.shape[0], a_pack.shape[1], b_pack.shape[1]
     for task in range(blocks * (a_panels + b_panels)):
         pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
     multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
@@ -362,13 +373,8 @@ def gemm(
         gemm_serial(out, o_base, o_row, o_col, a, a_base, a_row, a_col,
                     b, b_base, b_row, b_col, m, n, k)  # fmt: skip
         return
-    blocks = (k + DEPTH - 1) // DEPTH
-    a_panels = (m + TILE_ROWS - 1) // TILE_ROWS
-    width = tile_cols(a)
-    b_panels = (n + width - 1) // width
-    depth = min(DEPTH, k)  # a shallow product's panels lie next to each other
-    a_pack = empty_aligned((blocks, a_panels, depth, TILE_ROWS), a)
-    b_pack = empty_aligned((blocks, b_panels, depth, width), a)
+    a_pack, b_pack = packing_buffers(a, m, n, k)
+    blocks, a_panels, b_panels = a_pack.shape[0], a_pack.shape[1], b_pack.shape[1]
     jobs = blocks * (a_panels + b_panels)
     for task in prange(jobs):  # pack every panel of both, once
         pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)

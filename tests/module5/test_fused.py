@@ -302,11 +302,11 @@ def np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple:
 # (heads, T, S, D, Dv): T around the 64-query block, keys past the queries (a KV
 # cache), one query, head widths that are not a power of two or past one tile of the
 # reference's micro-kernel (16 float64 or 32 float32 columns, 8 rows), and more keys
-# than one 256-deep panel of it (S = 300)
+# than one 256- or 512-deep panel of it (S = 300, 520)
 ATTENTION_SHAPES = [
     (3, 5, 5, 4, 4), (2, 31, 31, 8, 8), (2, 32, 32, 8, 3), (1, 33, 65, 16, 16),
     (2, 64, 64, 5, 7), (1, 65, 129, 8, 8), (3, 1, 7, 4, 4), (1, 40, 200, 32, 32),
-    (1, 63, 63, 33, 17), (1, 20, 300, 8, 40), (1, 130, 300, 9, 9),
+    (1, 63, 63, 33, 17), (1, 20, 300, 8, 40), (1, 130, 300, 9, 9), (1, 3, 520, 8, 8),
 ]  # fmt: skip
 
 
