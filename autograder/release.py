@@ -79,6 +79,8 @@ REFERENCE_CODE = (
     "module2/fast_paths.py", "module2/vector_math.py", "tests/module2/test_fast_paths.py",
     "tests/module2/test_gemm_tiles.py", "module5/fused_cuda.py", "tests/module5/test_fused_cuda.py",
     "module4/conv_paths.py", "module5/fast_decode.py", "tests/module5/test_fast_decode.py",
+    "module4/fast_linear.py", "tests/module4/test_fast_linear.py", "module5/fast_block.py",
+    "tests/module5/test_fast_block.py",
 )  # fmt: skip
 """The reference's optional fast paths (and their tests): its solutions use them, so the
 reference in the released shape has them; a handout does not (a task's answer is the

@@ -43,6 +43,13 @@ from module2.fast_ops import FastTensorBackend
 from module4.fast_conv import conv1d, conv2d
 from module4.nn import avgpool2d, dropout, maxpool2d
 
+# BEGIN SOLUTION 4.4 omit
+try:  # the reference's fast path for Linear (module4/fast_linear.py; not in a handout)
+    from module4 import fast_linear
+except ModuleNotFoundError:  # a tree with the reference's layers but not its fast paths
+    fast_linear = None  # type: ignore[assignment]
+# END SOLUTION
+
 Array = npt.NDArray[np.float64]
 INITS = ("he", "xavier")
 """The initialisations a layer accepts by name."""
@@ -106,6 +113,16 @@ class Linear(tensor_nn.Linear):
         self.weight.update(from_numpy(w, backend))
         self.bias.update(from_numpy(np.zeros(out_size), backend))
         self.init = init
+
+    def forward(self, x: Tensor) -> Tensor:
+        # BEGIN SOLUTION 4.4 omit
+        if fast_linear is not None and isinstance(x, Tensor) and x.dims == 2:
+            if x.shape[1] == self.in_size:  # the reference's fast path, where it applies
+                fast = fast_linear.linear(x, self.weight.value, self.bias.value)
+                if fast is not None:
+                    return fast
+        # END SOLUTION
+        return super().forward(x)
 
 
 def _pair(name: str, value: int | Sequence[int]) -> tuple[int, int]:

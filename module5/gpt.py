@@ -136,6 +136,14 @@ class MultiHeadAttention(Module):
                 f"MultiHeadAttention({self.n_embd}, {self.n_head}): input of shape "
                 f"{x.shape}, want (B, T, {self.n_embd})"
             )
+        # BEGIN SOLUTION 5.3 omit
+        if cache is None and not (self.training and self.dropout):  # module5/fast_block.py
+            from module5 import fast_block
+
+            if fast_block.applies(x):
+                y = fast_block.qkv_attention(_tokens(self.c_attn, x), self.n_head)
+                return self.resid_drop(_tokens(self.c_proj, y))
+        # END SOLUTION
         # BEGIN SOLUTION 5.3
         b, t, c = x.shape
         q, k, v = (self._heads(part, b, t) for part in split(_tokens(self.c_attn, x), c, -1))
