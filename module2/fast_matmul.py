@@ -200,11 +200,11 @@ def _rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, a_next, b_
 
 
 @njit
-def empty_aligned(shape: tuple[int, int, int, int], like: Storage) -> Any:
+def empty_aligned(shape: tuple[int, int, int], like: Storage) -> Any:
     """``np.empty(shape, like.dtype)`` starting on a 64-byte boundary (a cache line, and
     one AVX-512 vector): Numba aligns large arrays to 32 bytes only, and then every
     vector load of a packed panel's row spans two cache lines."""
-    size = shape[0] * shape[1] * shape[2] * shape[3]
+    size = shape[0] * shape[1] * shape[2]
     lanes = 64 // like.itemsize
     flat = np.empty(size + lanes, like.dtype)
     skip = (-(flat.ctypes.data // like.itemsize)) % lanes
@@ -216,11 +216,12 @@ def pack_a(
     a_pack: Any, block: int, panel: int,
     a: Storage, a_base: int, a_row: int, a_col: int, m: int, k: int,
 ) -> None:  # fmt: skip
-    """``a_pack[block, panel][p, r] = a[panel * TILE_ROWS + r, block * DEPTH + p]``;
-    the rows past ``m`` are zeros. One row of the panel per step of ``k``, its values
-    unrolled (a read per row, one contiguous write): on two threads at 1024 as fast as walking
-    ``a``'s unit stride, twice as fast on one thread, and for a transposed ``a``."""
-    dst = a_pack[block, panel]
+    """``a_pack[panel][p, r] = a[panel * TILE_ROWS + r, block * DEPTH + p]`` (block
+    ``block`` of depth); the rows past ``m`` are zeros. One row of the panel per step of
+    ``k``, its values unrolled (a read per row, one contiguous write): on two threads at
+    1024 as fast as walking ``a``'s unit stride, twice as fast on one thread, and for a
+    transposed ``a``."""
+    dst = a_pack[panel]
     p0, r0 = block * DEPTH, panel * TILE_ROWS
     kc, rows = min(DEPTH, k - p0), min(TILE_ROWS, m - r0)
     if rows == TILE_ROWS:  # a whole panel: a constant count per step of k
@@ -242,9 +243,9 @@ def pack_b(
     b_pack: Any, block: int, panel: int,
     b: Storage, b_base: int, b_row: int, b_col: int, k: int, n: int,
 ) -> None:  # fmt: skip
-    """``b_pack[block, panel][p, q] = b[block * DEPTH + p, panel * width + q]`` (``width``
-    the panel's: :func:`tile_cols`); the columns past ``n`` are zeros."""
-    dst = b_pack[block, panel]
+    """``b_pack[panel][p, q] = b[block * DEPTH + p, panel * width + q]`` (``width`` the
+    panel's: :func:`tile_cols`); the columns past ``n`` are zeros."""
+    dst = b_pack[panel]
     width = dst.shape[1]
     p0, q0 = block * DEPTH, panel * width
     kc, cols = min(DEPTH, k - p0), min(width, n - q0)
@@ -267,67 +268,65 @@ def pack_b(
 
 @njit
 def pack_panel(
-    a_pack: Any, b_pack: Any, task: int,
+    a_pack: Any, b_pack: Any, block: int, task: int,
     a: Storage, a_base: int, a_row: int, a_col: int,
     b: Storage, b_base: int, b_row: int, b_col: int, m: int, n: int, k: int,
 ) -> None:  # fmt: skip
-    """Job ``task`` of the packing, one micro-panel each: for each block of depth, the
-    panels of ``a`` (:func:`pack_a`), then those of ``b`` (:func:`pack_b`)."""
-    a_panels = a_pack.shape[1]
-    panels = a_panels + b_pack.shape[1]
-    block, panel = task // panels, task % panels
-    if panel < a_panels:
-        pack_a(a_pack, block, panel, a, a_base, a_row, a_col, m, k)
+    """Job ``task`` of packing block ``block`` of depth, one micro-panel each: the panels
+    of ``a`` (:func:`pack_a`), then those of ``b`` (:func:`pack_b`)."""
+    a_panels = a_pack.shape[0]
+    if task < a_panels:
+        pack_a(a_pack, block, task, a, a_base, a_row, a_col, m, k)
     else:
-        pack_b(b_pack, block, panel - a_panels, b, b_base, b_row, b_col, k, n)
+        pack_b(b_pack, block, task - a_panels, b, b_base, b_row, b_col, k, n)
 
 
 @njit(fastmath=RANK1_FASTMATH)
 def multiply_block(
     out: Storage, o_base: int, o_row: int, o_col: int, a_pack: Any, b_pack: Any,
-    m: int, n: int, k: int, rows: tuple[int, int], cols: tuple[int, int],
+    m: int, n: int, kc: int, rows: tuple[int, int], cols: tuple[int, int],
 ) -> None:  # fmt: skip
     """Add the panels ``rows[0]:rows[1]`` of ``a`` times the panels ``cols[0]:cols[1]``
-    of ``b`` to ``out``: for each block of depth, for each panel of ``b`` (it stays in
-    L1), for each panel of ``a`` (they stay in L2), one call of the micro-kernel."""
-    width = b_pack.shape[3]
+    of ``b`` (one block of depth, ``kc`` deep) to ``out``: for each panel of ``b`` (it
+    stays in L1), for each panel of ``a`` (they stay in L2), one call of the
+    micro-kernel."""
+    width = b_pack.shape[2]
     tile = np.empty((TILE_ROWS, width), a_pack.dtype)
-    for block in range(a_pack.shape[0]):
-        kc = min(DEPTH, k - block * DEPTH)
-        for jp in range(cols[0], cols[1]):
-            b_panel = b_pack[block, jp]
-            nr = min(width, n - jp * width)
-            for ip in range(rows[0], rows[1]):
-                mr = min(TILE_ROWS, m - ip * TILE_ROWS)
-                base = o_base + ip * TILE_ROWS * o_row + jp * width * o_col
-                full = mr == TILE_ROWS and nr == width and o_col == 1
-                if ip + 1 < rows[1]:  # the next call: the next panel of a, the same of b
-                    a_next, b_next = a_pack[block, ip + 1], b_panel
-                else:  # the first panel of a again, with the next panel of b
-                    a_next = a_pack[block, rows[0]]
-                    b_next = b_pack[block, min(jp + 1, cols[1] - 1)]
-                rank1_kernel(
-                    a_pack[block, ip], b_panel, kc, tile, out, base, o_row, full, a_next, b_next
-                )
-                if not full:  # the edge of the matrix, or strided output rows
-                    for r in range(mr):
-                        for q in range(nr):
-                            out[base + r * o_row + q * o_col] += tile[r, q]
+    for jp in range(cols[0], cols[1]):
+        b_panel = b_pack[jp]
+        nr = min(width, n - jp * width)
+        for ip in range(rows[0], rows[1]):
+            mr = min(TILE_ROWS, m - ip * TILE_ROWS)
+            base = o_base + ip * TILE_ROWS * o_row + jp * width * o_col
+            full = mr == TILE_ROWS and nr == width and o_col == 1
+            if ip + 1 < rows[1]:  # the next call: the next panel of a, the same of b
+                a_next, b_next = a_pack[ip + 1], b_panel
+            else:  # the first panel of a again, with the next panel of b
+                a_next, b_next = a_pack[rows[0]], b_pack[min(jp + 1, cols[1] - 1)]
+            rank1_kernel(a_pack[ip], b_panel, kc, tile, out, base, o_row, full, a_next, b_next)
+            if not full:  # the edge of the matrix, or strided output rows
+                for r in range(mr):
+                    for q in range(nr):
+                        out[base + r * o_row + q * o_col] += tile[r, q]
 
 
 @njit
 def packing_buffers(a: Storage, m: int, n: int, k: int) -> tuple[Any, Any]:
-    """Empty ``a_pack`` ``(blocks, a_panels, depth, TILE_ROWS)`` and ``b_pack`` ``(blocks,
-    b_panels, depth, width)`` for an ``(m, k) @ (k, n)`` product in ``a``'s dtype:
-    ``blocks`` of :data:`DEPTH` values of ``k``, panels of :data:`TILE_ROWS` rows and of
-    :func:`tile_cols` columns. A shallow product's panels are ``k`` deep, so they lie
-    next to each other rather than ``DEPTH`` apart."""
+    """Empty ``a_pack`` ``(a_panels, depth, TILE_ROWS)`` and ``b_pack`` ``(b_panels,
+    depth, width)`` for one block of depth of an ``(m, k) @ (k, n)`` product in ``a``'s
+    dtype: panels of :data:`TILE_ROWS` rows and of :func:`tile_cols` columns,
+    ``min(DEPTH, k)`` deep (a shallow product's panels lie next to each other).
+
+    One block at a time, the buffers reused for the next: packing all of a deep product
+    at once took the product's whole size again, and past glibc's 32 MiB (a large GPT's
+    weight gradients, 384 x 4096 @ 4096 x 1152 in float64: 50 MB) every call paid a
+    page fault per 4 KiB; those products ran at 60-70 GFLOP/s where NumPy made 97."""
     width = tile_cols(a)
-    blocks, depth = (k + DEPTH - 1) // DEPTH, min(DEPTH, k)
+    depth = min(DEPTH, k)
     a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, (n + width - 1) // width
     return (
-        empty_aligned((blocks, a_panels, depth, TILE_ROWS), a),
-        empty_aligned((blocks, b_panels, depth, width), a),
+        empty_aligned((a_panels, depth, TILE_ROWS), a),
+        empty_aligned((b_panels, depth, width), a),
     )
 
 
@@ -338,15 +337,18 @@ def gemm_serial(
     b: Storage, b_base: int, b_row: int, b_col: int,
     m: int, n: int, k: int,
 ) -> None:  # fmt: skip
-    """:func:`gemm`'s contract on the calling thread: every panel packed, then one
-    :func:`multiply_block` over them all. Small products, and kernels that already run
-    one task per thread (stage 5's attention), call it directly."""
+    """:func:`gemm`'s contract on the calling thread: for each block of depth, every
+    panel packed, then one :func:`multiply_block` over them all. Small products, and
+    kernels that already run one task per thread (stage 5's attention), call it
+    directly."""
     a_pack, b_pack = packing_buffers(a, m, n, k)
-    blocks, a_panels, b_panels = a_pack.shape[0], a_pack.shape[1], b_pack.shape[1]
-    for task in range(blocks * (a_panels + b_panels)):
-        pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
-    multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
-                   (0, a_panels), (0, b_panels))  # fmt: skip
+    a_panels, b_panels = a_pack.shape[0], b_pack.shape[0]
+    for block in range((k + DEPTH - 1) // DEPTH):
+        for task in range(a_panels + b_panels):
+            pack_panel(a_pack, b_pack, block, task,
+                       a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)  # fmt: skip
+        multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n,
+                       min(DEPTH, k - block * DEPTH), (0, a_panels), (0, b_panels))  # fmt: skip
 
 
 # END SOLUTION
@@ -374,22 +376,24 @@ def gemm(
                     b, b_base, b_row, b_col, m, n, k)  # fmt: skip
         return
     a_pack, b_pack = packing_buffers(a, m, n, k)
-    blocks, a_panels, b_panels = a_pack.shape[0], a_pack.shape[1], b_pack.shape[1]
-    jobs = blocks * (a_panels + b_panels)
-    for task in prange(jobs):  # pack every panel of both, once
-        pack_panel(a_pack, b_pack, task, a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)
+    a_panels, b_panels = a_pack.shape[0], b_pack.shape[0]
     rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_PANELS
     row_tasks = (a_panels + rows_per - 1) // rows_per
     wanted = TASKS_PER_THREAD * THREADS
     while cols_per > 1 and row_tasks * ((b_panels + cols_per - 1) // cols_per) < wanted:
         cols_per //= 2  # too few tasks to share evenly: narrower ones
     col_tasks = (b_panels + cols_per - 1) // cols_per
-    for task in prange(row_tasks * col_tasks):
-        i0, j0 = task // col_tasks * rows_per, task % col_tasks * cols_per
-        multiply_block(
-            out, o_base, o_row, o_col, a_pack, b_pack, m, n, k,
-            (i0, min(a_panels, i0 + rows_per)), (j0, min(b_panels, j0 + cols_per)),
-        )  # fmt: skip
+    for block in range((k + DEPTH - 1) // DEPTH):  # packed, then multiplied, block by block
+        for task in prange(a_panels + b_panels):
+            pack_panel(a_pack, b_pack, block, task,
+                       a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)  # fmt: skip
+        kc = min(DEPTH, k - block * DEPTH)
+        for task in prange(row_tasks * col_tasks):
+            i0, j0 = task // col_tasks * rows_per, task % col_tasks * cols_per
+            multiply_block(
+                out, o_base, o_row, o_col, a_pack, b_pack, m, n, kc,
+                (i0, min(a_panels, i0 + rows_per)), (j0, min(b_panels, j0 + cols_per)),
+            )  # fmt: skip
     # END SOLUTION
 
 

@@ -63,8 +63,7 @@ def _row_to_heads(
     for p in range(parts):
         for h in range(heads):
             start = p * c + h * d
-            for j in range(d):
-                dst[p, b * heads + h, t, j] = src[b, t, start + j]
+            dst[p, b * heads + h, t, :] = src[b, t, start : start + d]
 
 
 @njit(parallel=True, cache=True)
@@ -90,8 +89,7 @@ def _row_from_heads(
     for p in range(parts):
         for h in range(heads):
             start = p * c + h * d
-            for j in range(d):
-                dst[b, t, start + j] = src[p, b * heads + h, t, j]
+            dst[b, t, start : start + d] = src[p, b * heads + h, t, :]
 
 
 class QKVAttention(Function):
