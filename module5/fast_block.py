@@ -40,56 +40,32 @@ SERIAL_ROWS = 64
 
 
 @njit(parallel=True, cache=True)
-def to_heads(src: Any, dst: Any, heads: int) -> None:
-    """``dst[p, b * H + h, t, :] = src[b, t, p * C + h * D : ... + D]`` for each of the
-    ``P = dst.shape[0]`` parts (queries, keys, values) of ``src`` ``(B, T, P * C)``:
-    each part's heads as contiguous ``(B * H, T, D)`` arrays."""
-    batch, steps, width = src.shape
-    parts, d = dst.shape[0], dst.shape[3]
-    c = width // parts
-    if batch * steps < SERIAL_ROWS:
-        for row in range(batch * steps):
-            _row_to_heads(src, dst, row, steps, parts, heads, c, d)
+def move_heads(tokens: Any, split: Any, heads: int, to_split: bool) -> None:
+    """Copy between the token layout ``tokens`` ``(B, T, P * C)`` and the heads' layout
+    ``split`` ``(P, B * H, T, D)`` (each of the ``P`` parts, queries, keys and values,
+    as contiguous heads): ``split[p, b * H + h, t, :]`` is ``tokens[b, t, p * C + h * D
+    : ... + D]``. Into ``split`` when ``to_split``, else back into ``tokens``."""
+    rows = tokens.shape[0] * tokens.shape[1]
+    if rows < SERIAL_ROWS:
+        for row in range(rows):
+            _move_row(tokens, split, heads, row, to_split)
         return
-    for row in prange(batch * steps):
-        _row_to_heads(src, dst, row, steps, parts, heads, c, d)
+    for row in prange(rows):
+        _move_row(tokens, split, heads, row, to_split)
 
 
 @njit(inline="always")
-def _row_to_heads(
-    src: Any, dst: Any, row: int, steps: int, parts: int, heads: int, c: int, d: int
-) -> None:  # fmt: skip
+def _move_row(tokens: Any, split: Any, heads: int, row: int, to_split: bool) -> None:
+    steps, parts, d = tokens.shape[1], split.shape[0], split.shape[3]
+    c = tokens.shape[2] // parts
     b, t = row // steps, row % steps
     for p in range(parts):
         for h in range(heads):
             start = p * c + h * d
-            dst[p, b * heads + h, t, :] = src[b, t, start : start + d]
-
-
-@njit(parallel=True, cache=True)
-def from_heads(src: Any, dst: Any, heads: int) -> None:
-    """The inverse of :func:`to_heads`: ``src`` ``(P, B * H, T, D)`` into ``dst``
-    ``(B, T, P * C)``."""
-    batch, steps, width = dst.shape
-    parts, d = src.shape[0], src.shape[3]
-    c = width // parts
-    if batch * steps < SERIAL_ROWS:
-        for row in range(batch * steps):
-            _row_from_heads(src, dst, row, steps, parts, heads, c, d)
-        return
-    for row in prange(batch * steps):
-        _row_from_heads(src, dst, row, steps, parts, heads, c, d)
-
-
-@njit(inline="always")
-def _row_from_heads(
-    src: Any, dst: Any, row: int, steps: int, parts: int, heads: int, c: int, d: int
-) -> None:  # fmt: skip
-    b, t = row // steps, row % steps
-    for p in range(parts):
-        for h in range(heads):
-            start = p * c + h * d
-            dst[b, t, start : start + d] = src[p, b * heads + h, t, :]
+            if to_split:
+                split[p, b * heads + h, t, :] = tokens[b, t, start : start + d]
+            else:
+                tokens[b, t, start : start + d] = split[p, b * heads + h, t, :]
 
 
 class QKVAttention(Function):
@@ -104,13 +80,13 @@ class QKVAttention(Function):
         d = c // heads
         src = fused_route._rows(qkv, (b, t, width))
         packed = np.empty((3, b * heads, t, d), src.dtype)
-        to_heads(src, packed, heads)
+        move_heads(src, packed, heads, True)
         out = np.empty((1, b * heads, t, d), src.dtype)
         lse = np.empty((b * heads, t))
         scale = 1.0 / math.sqrt(d)
         kernels.causal_attention(packed[0], packed[1], packed[2], out[0], lse, scale)
         y = np.empty((b, t, c), src.dtype)
-        from_heads(out, y, heads)
+        move_heads(y, out, heads, False)
         ctx.save_for_backward(packed, out, lse, scale, heads)
         return fused_route._tensor(y, (b, t, c), qkv)
 
@@ -120,14 +96,14 @@ class QKVAttention(Function):
         b, t = d.shape[0], d.shape[1]
         dy = fused_route._rows(d, (b, t, d.shape[2])).astype(packed.dtype, copy=False)
         dout = np.empty_like(out)
-        to_heads(dy, dout, heads)
+        move_heads(dy, dout, heads, True)
         dpacked = np.empty_like(packed)
         q, k, v = packed[0], packed[1], packed[2]
         kernels.causal_attention_backward(
             q, k, v, out[0], lse, dout[0], dpacked[0], dpacked[1], dpacked[2], scale
         )
         dqkv = np.empty((b, t, 3 * d.shape[2]), packed.dtype)
-        from_heads(dpacked, dqkv, heads)
+        move_heads(dqkv, dpacked, heads, False)
         return fused_route._tensor(dqkv, dqkv.shape, d)
 
 

@@ -31,8 +31,7 @@ KERNELS: dict[str, list[tuple[str, str]]] = {
     "attention": [
         ("module5.fused", "causal_attention"),
         ("module5.fused", "causal_attention_backward"),
-        ("module5.fast_block", "to_heads"),
-        ("module5.fast_block", "from_heads"),
+        ("module5.fast_block", "move_heads"),
     ],
     "layer norm, GELU, softmax": [
         ("module5.fused", "layer_norm_rows"),

@@ -87,10 +87,10 @@ def test_the_head_layouts_are_numpys_reshape_and_transpose(
     src = src.astype(dtype)
     want = src.reshape(batch, t, parts, heads, d).transpose(2, 0, 3, 1, 4)
     got = np.full((parts, batch * heads, t, d), np.nan, dtype)
-    fast_block.to_heads(src, got, heads)
+    fast_block.move_heads(src, got, heads, True)
     np.testing.assert_array_equal(got, want.reshape(parts, batch * heads, t, d))
     back = np.full_like(src, np.nan)
-    fast_block.from_heads(got, back, heads)
+    fast_block.move_heads(back, got, heads, False)
     np.testing.assert_array_equal(back, src)
 
 
