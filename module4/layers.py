@@ -114,15 +114,17 @@ class Linear(tensor_nn.Linear):
         self.bias.update(from_numpy(np.zeros(out_size), backend))
         self.init = init
 
+    # BEGIN SOLUTION 4.4 omit
     def forward(self, x: Tensor) -> Tensor:
-        # BEGIN SOLUTION 4.4 omit
+        """The reference's fast path where it applies, else task 1.5's forward."""
         if fast_linear is not None and isinstance(x, Tensor) and x.dims == 2:
-            if x.shape[1] == self.in_size:  # the reference's fast path, where it applies
+            if x.shape[1] == self.in_size:
                 fast = fast_linear.linear(x, self.weight.value, self.bias.value)
                 if fast is not None:
                     return fast
-        # END SOLUTION
         return super().forward(x)
+
+    # END SOLUTION
 
 
 def _pair(name: str, value: int | Sequence[int]) -> tuple[int, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from module1 import tensor_functions
 from module1.tensor import Tensor, from_numpy
 from module1.tensor_ops import SimpleBackend
 from module2.fast_matmul import SERIAL_MAX
@@ -20,7 +21,6 @@ from module2.fast_ops import PACKED_MIN_MULTIPLY_ADDS, PACKED_MIN_SIDE, FastTens
 from module4 import fast_linear
 from module4.fast_linear import ROWS_PER_TASK, LinearBias
 from module4.layers import Linear
-from module6.amp import autocast
 
 TOL = {"float64": 1e-10, "float32": 2e-4}
 SIDE = PACKED_MIN_SIDE
@@ -89,7 +89,8 @@ def _taken(x: Tensor, layer: Linear) -> bool:
 
 
 def test_it_steps_aside_where_the_task_code_must_run() -> None:
-    """Below its sizes, another backend, autocast, a broadcast input, a bias view."""
+    """Below its sizes, another backend, a routing rule (stage 6's autocast installs
+    one), a broadcast input."""
     layer, _, _ = _layer(SIDE, 64, "float32", 1)
     rows = np.random.default_rng(0).normal(size=(64, SIDE)).astype(np.float32)
     x = from_numpy(rows, FastTensorBackend)
@@ -98,7 +99,8 @@ def test_it_steps_aside_where_the_task_code_must_run() -> None:
     assert not _taken(from_numpy(rows[:, : SIDE - 1], FastTensorBackend),
                       _layer(SIDE - 1, 64, "float32", 1)[0])  # fmt: skip
     assert not _taken(from_numpy(rows[: SIDE - 1], FastTensorBackend), layer)
-    with autocast("float16"):
+    with pytest.MonkeyPatch.context() as routed:
+        routed.setattr(tensor_functions, "dispatch", lambda cls, vals: None)
         assert not _taken(x, layer)
     wide = from_numpy(rows[:1], FastTensorBackend).expand(64, SIDE)
     assert not _taken(wide, layer)

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from module1 import tensor_functions
 from module1.tensor_ops import SimpleBackend
 from module5 import fast_block, fused_route
 from module5.fused import BLOCK_Q
 from module5.gpt import GPT, GPTConfig, KVCache
 from module5.losses import lm_cross_entropy
-from module6.amp import autocast
 from tests.module5.checks import randomize
 from tests.module5.test_gpt import np_gpt
 
@@ -95,14 +95,16 @@ def test_the_head_layouts_are_numpys_reshape_and_transpose(
 
 
 def test_it_steps_aside_where_the_task_route_must_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another backend, the plain route, autocast, a KV cache, dropout while training."""
+    """Another backend, the plain route, a routing rule (stage 6's autocast installs
+    one), a KV cache, dropout while training."""
     config = GPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, n_embd=16)
     idx = np.zeros((1, 8), np.int64)
     calls = _counting(monkeypatch)
     GPT(config, backend=SimpleBackend)(idx)
     with fused_route.plain_route():
         GPT(config)(idx)
-    with autocast("float16"):
+    with monkeypatch.context() as routed:
+        routed.setattr(tensor_functions, "dispatch", lambda cls, vals: None)
         GPT(config)(idx)
     GPT(config)(idx, KVCache())
     dropping = GPT(GPTConfig(11, 8, 1, 2, 16, dropout=0.1))
