@@ -68,19 +68,23 @@ output, and on a 2-core AMD EPYC (Zen 4, 32 KiB L1, 1 MiB L2) 512 beat 256 at n 
 in three alternating runs of 1024^3 products: float64 92.5 / 96.7 / 91.0 against 84.0 /
 87.1 / 46.7 GFLOP/s (a slow spell), float32 194 / 203 / 191 against 177 / 186 / 101;
 128 lost (81 against 88 in float64); 1024 measured as 512."""
-BLOCK_ROWS, BLOCK_PANELS = 64, 8
-"""One parallel task: about 64 rows (``BLOCK_ROWS // TILE_ROWS`` panels of ``a``, 128
-KiB in float64: they stay in L2) by 8 panels of ``b`` (128 columns in float64, 256 in
-float32) of the output. Small enough that a float64 256 x 256 product makes 8 tasks, so
-two threads share them evenly (at 96 x 256 it made 3, and one thread did two: 60
-against 77 GFLOP/s); larger blocks measured no faster at 1024, nor 4 panels instead of
-8 in float32."""
+BLOCK_ROWS = 64
+"""The most rows of ``a`` in one parallel task (``MC`` in BLIS): 8 panels of 8 rows, 128
+KiB of packed ``a`` in float64 at :data:`DEPTH` (AVX2: 21 panels of 3 rows). A task
+packs its own rows just before it multiplies them, so they are in L2 when the kernel
+reads them."""
+BLOCK_PANELS = 64
+"""The most panels of ``b`` in one task (``NC`` in BLIS): 1024 columns in float64, 2048
+in float32, 4 MiB packed at :data:`DEPTH`, which stay in L3 while every task of that
+block of columns reads them. Measured (Zen 4, float64, best of 2 rounds, GFLOP/s):
+1024 x 512 @ 512 x 16384 99 with 64, 96 with 128, 85 with no bound; 32 made the same
+as 64 at that size but less at 256 x 256 @ 256 x 32768 (81 against 82)."""
 TASKS_PER_THREAD = 4
-"""A product cut into fewer tasks than this many per thread gets narrower tasks (half
-the panels of ``b``, until it has enough or one panel each): with AVX2's 3-row tile a
-float32 256 x 256 product made 5 tasks of 63 rows, and one of two threads did three.
-Measured (Zen 4, AVX2 code, four alternating runs): 83-125 GFLOP/s, median 111, against
-89-111, median 106, before: within this machine's drift, so a small gain at most."""
+"""Tasks a product is cut into, at least, per thread, while it has panels of ``a`` to
+cut (fewer rows a task, down to one panel), and then blocks of columns; the count of
+tasks rounded up to a multiple of the threads. With AVX2's 3-row tile a 1024 x 1024
+product is 342 panels of ``a``: 17 tasks of 21 panels left one of two threads a task
+more than the other (0.94 of the work each way); 18 tasks of 19 do not."""
 THREADS = int(config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
 """Numba's threads when the kernels were compiled (``get_num_threads()`` in a kernel
 would keep it out of the on-disk cache)."""
@@ -213,16 +217,14 @@ def empty_aligned(shape: tuple[int, int, int], like: Storage) -> Any:
 
 @njit
 def pack_a(
-    a_pack: Any, block: int, panel: int,
-    a: Storage, a_base: int, a_row: int, a_col: int, m: int, k: int,
+    dst: Any, block: int, r0: int, a: Storage, a_base: int, a_row: int, a_col: int, m: int, k: int,
 ) -> None:  # fmt: skip
-    """``a_pack[panel][p, r] = a[panel * TILE_ROWS + r, block * DEPTH + p]`` (block
-    ``block`` of depth); the rows past ``m`` are zeros. One row of the panel per step of
-    ``k``, its values unrolled (a read per row, one contiguous write): on two threads at
-    1024 as fast as walking ``a``'s unit stride, twice as fast on one thread, and for a
-    transposed ``a``."""
-    dst = a_pack[panel]
-    p0, r0 = block * DEPTH, panel * TILE_ROWS
+    """``dst[p, r] = a[r0 + r, block * DEPTH + p]``: the micro-panel of ``a``'s rows
+    ``r0 : r0 + TILE_ROWS`` in block ``block`` of depth; the rows past ``m`` are zeros.
+    One row of the panel per step of ``k``, its values unrolled (a read per row, one
+    contiguous write): on two threads at 1024 as fast as walking ``a``'s unit stride,
+    twice as fast on one thread, and for a transposed ``a``."""
+    p0 = block * DEPTH
     kc, rows = min(DEPTH, k - p0), min(TILE_ROWS, m - r0)
     if rows == TILE_ROWS:  # a whole panel: a constant count per step of k
         for p in range(kc):
@@ -266,44 +268,42 @@ def pack_b(
                 dst[p, q] = 0.0
 
 
-@njit
-def pack_panel(
-    a_pack: Any, b_pack: Any, block: int, task: int,
-    a: Storage, a_base: int, a_row: int, a_col: int,
-    b: Storage, b_base: int, b_row: int, b_col: int, m: int, n: int, k: int,
-) -> None:  # fmt: skip
-    """Job ``task`` of packing block ``block`` of depth, one micro-panel each: the panels
-    of ``a`` (:func:`pack_a`), then those of ``b`` (:func:`pack_b`)."""
-    a_panels = a_pack.shape[0]
-    if task < a_panels:
-        pack_a(a_pack, block, task, a, a_base, a_row, a_col, m, k)
-    else:
-        pack_b(b_pack, block, task - a_panels, b, b_base, b_row, b_col, k, n)
-
-
 @njit(fastmath=RANK1_FASTMATH)
 def multiply_block(
-    out: Storage, o_base: int, o_row: int, o_col: int, a_pack: Any, b_pack: Any,
-    m: int, n: int, kc: int, rows: tuple[int, int], cols: tuple[int, int],
+    out: Storage, o_base: int, o_row: int, o_col: int,
+    a: Storage, a_base: int, a_row: int, a_col: int, b_pack: Any, block: int,
+    m: int, n: int, k: int, rows: tuple[int, int], cols: tuple[int, int],
 ) -> None:  # fmt: skip
-    """Add the panels ``rows[0]:rows[1]`` of ``a`` times the panels ``cols[0]:cols[1]``
-    of ``b`` (one block of depth, ``kc`` deep) to ``out``: for each panel of ``b`` (it
-    stays in L1), for each panel of ``a`` (they stay in L2), one call of the
-    micro-kernel."""
-    width = b_pack.shape[2]
-    tile = np.empty((TILE_ROWS, width), a_pack.dtype)
+    """Add block ``block`` of depth of ``a``'s panels ``rows[0]:rows[1]`` times the packed
+    panels ``cols[0]:cols[1]`` of ``b`` to ``out``: pack those panels of ``a``
+    (:func:`pack_a`: they stay in L2), then for each panel of ``b`` (it streams from
+    L2 and L3, prefetched), for each panel of ``a``, one call of the micro-kernel.
+
+    Each task packs its own rows of ``a``, just before it multiplies them: packed in a
+    parallel loop of their own, every panel went through L3 (or memory) on its way from
+    the packing to the kernel, and the loop was one more wait for every thread.
+    Measured against that (Zen 4, 2 threads, best of 7 alternating rounds, GFLOP/s,
+    float64 / float32): n = 256 93.7 / 179 to 95.3 / 184, 1024 99.1 / 202 to 103 / 208;
+    AVX2 code 73 / 136 to 84 / 163 at 256, 93 / 187 to 98 / 194 at 1024."""
+    width, depth = b_pack.shape[2], b_pack.shape[1]
+    kc, count = min(DEPTH, k - block * DEPTH), rows[1] - rows[0]
+    a_pack = empty_aligned((count, depth, TILE_ROWS), b_pack)
+    for i in range(count):
+        pack_a(a_pack[i], block, (rows[0] + i) * TILE_ROWS, a, a_base, a_row, a_col, m, k)
+    tile = np.empty((TILE_ROWS, width), b_pack.dtype)
     for jp in range(cols[0], cols[1]):
         b_panel = b_pack[jp]
         nr = min(width, n - jp * width)
-        for ip in range(rows[0], rows[1]):
+        for i in range(count):
+            ip = rows[0] + i
             mr = min(TILE_ROWS, m - ip * TILE_ROWS)
             base = o_base + ip * TILE_ROWS * o_row + jp * width * o_col
             full = mr == TILE_ROWS and nr == width and o_col == 1
-            if ip + 1 < rows[1]:  # the next call: the next panel of a, the same of b
-                a_next, b_next = a_pack[ip + 1], b_panel
+            if i + 1 < count:  # the next call: the next panel of a, the same of b
+                a_next, b_next = a_pack[i + 1], b_panel
             else:  # the first panel of a again, with the next panel of b
-                a_next, b_next = a_pack[rows[0]], b_pack[min(jp + 1, cols[1] - 1)]
-            rank1_kernel(a_pack[ip], b_panel, kc, tile, out, base, o_row, full, a_next, b_next)
+                a_next, b_next = a_pack[0], b_pack[min(jp + 1, cols[1] - 1)]
+            rank1_kernel(a_pack[i], b_panel, kc, tile, out, base, o_row, full, a_next, b_next)
             if not full:  # the edge of the matrix, or strided output rows
                 for r in range(mr):
                     for q in range(nr):
@@ -311,23 +311,34 @@ def multiply_block(
 
 
 @njit
-def packing_buffers(a: Storage, m: int, n: int, k: int) -> tuple[Any, Any]:
-    """Empty ``a_pack`` ``(a_panels, depth, TILE_ROWS)`` and ``b_pack`` ``(b_panels,
-    depth, width)`` for one block of depth of an ``(m, k) @ (k, n)`` product in ``a``'s
-    dtype: panels of :data:`TILE_ROWS` rows and of :func:`tile_cols` columns,
+def b_buffer(a: Storage, n: int, k: int) -> Any:
+    """An empty ``b_pack`` ``(panels, depth, width)`` for one block of depth of an ``(m,
+    k) @ (k, n)`` product in ``a``'s dtype: panels of :func:`tile_cols` columns,
     ``min(DEPTH, k)`` deep (a shallow product's panels lie next to each other).
 
-    One block at a time, the buffers reused for the next: packing all of a deep product
+    One block at a time, the buffer reused for the next: packing all of a deep product
     at once took the product's whole size again, and past glibc's 32 MiB (a large GPT's
     weight gradients, 384 x 4096 @ 4096 x 1152 in float64: 50 MB) every call paid a
     page fault per 4 KiB; those products ran at 60-70 GFLOP/s where NumPy made 97."""
     width = tile_cols(a)
-    depth = min(DEPTH, k)
-    a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, (n + width - 1) // width
-    return (
-        empty_aligned((a_panels, depth, TILE_ROWS), a),
-        empty_aligned((b_panels, depth, width), a),
-    )
+    return empty_aligned(((n + width - 1) // width, min(DEPTH, k), width), a)
+
+
+@njit
+def split_tasks(a_panels: int, b_panels: int) -> tuple[int, int]:
+    """Panels of ``a`` and of ``b`` per parallel task (:data:`BLOCK_ROWS`,
+    :data:`BLOCK_PANELS`, :data:`TASKS_PER_THREAD`): tasks as tall as allowed, but at
+    least :data:`TASKS_PER_THREAD` per thread, in a multiple of the threads; blocks of
+    columns only for products too short to give that many."""
+    wanted, most = TASKS_PER_THREAD * THREADS, BLOCK_ROWS // TILE_ROWS
+    row_tasks = max(wanted, (a_panels + most - 1) // most)
+    row_tasks = min(a_panels, (row_tasks + THREADS - 1) // THREADS * THREADS)
+    rows_per = (a_panels + row_tasks - 1) // row_tasks
+    row_tasks = (a_panels + rows_per - 1) // rows_per
+    col_tasks = 1
+    while row_tasks * col_tasks < wanted and col_tasks < b_panels:
+        col_tasks *= 2
+    return rows_per, min(BLOCK_PANELS, (b_panels + col_tasks - 1) // col_tasks)
 
 
 @njit(fastmath=RANK1_FASTMATH)
@@ -338,17 +349,16 @@ def gemm_serial(
     m: int, n: int, k: int,
 ) -> None:  # fmt: skip
     """:func:`gemm`'s contract on the calling thread: for each block of depth, every
-    panel packed, then one :func:`multiply_block` over them all. Small products, and
-    kernels that already run one task per thread (stage 5's attention), call it
-    directly."""
-    a_pack, b_pack = packing_buffers(a, m, n, k)
-    a_panels, b_panels = a_pack.shape[0], b_pack.shape[0]
+    panel of ``b`` packed, then one :func:`multiply_block` over the whole product.
+    Small products, and kernels that already run one task per thread (stage 5's
+    attention), call it directly."""
+    b_pack = b_buffer(a, n, k)
+    a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, b_pack.shape[0]
     for block in range((k + DEPTH - 1) // DEPTH):
-        for task in range(a_panels + b_panels):
-            pack_panel(a_pack, b_pack, block, task,
-                       a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)  # fmt: skip
-        multiply_block(out, o_base, o_row, o_col, a_pack, b_pack, m, n,
-                       min(DEPTH, k - block * DEPTH), (0, a_panels), (0, b_panels))  # fmt: skip
+        for panel in range(b_panels):
+            pack_b(b_pack, block, panel, b, b_base, b_row, b_col, k, n)
+        multiply_block(out, o_base, o_row, o_col, a, a_base, a_row, a_col, b_pack, block,
+                       m, n, k, (0, a_panels), (0, b_panels))  # fmt: skip
 
 
 # END SOLUTION
@@ -375,23 +385,18 @@ def gemm(
         gemm_serial(out, o_base, o_row, o_col, a, a_base, a_row, a_col,
                     b, b_base, b_row, b_col, m, n, k)  # fmt: skip
         return
-    a_pack, b_pack = packing_buffers(a, m, n, k)
-    a_panels, b_panels = a_pack.shape[0], b_pack.shape[0]
-    rows_per, cols_per = BLOCK_ROWS // TILE_ROWS, BLOCK_PANELS
+    b_pack = b_buffer(a, n, k)
+    a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, b_pack.shape[0]
+    rows_per, cols_per = split_tasks(a_panels, b_panels)
     row_tasks = (a_panels + rows_per - 1) // rows_per
-    wanted = TASKS_PER_THREAD * THREADS
-    while cols_per > 1 and row_tasks * ((b_panels + cols_per - 1) // cols_per) < wanted:
-        cols_per //= 2  # too few tasks to share evenly: narrower ones
     col_tasks = (b_panels + cols_per - 1) // cols_per
     for block in range((k + DEPTH - 1) // DEPTH):  # packed, then multiplied, block by block
-        for task in prange(a_panels + b_panels):
-            pack_panel(a_pack, b_pack, block, task,
-                       a, a_base, a_row, a_col, b, b_base, b_row, b_col, m, n, k)  # fmt: skip
-        kc = min(DEPTH, k - block * DEPTH)
-        for task in prange(row_tasks * col_tasks):
-            i0, j0 = task // col_tasks * rows_per, task % col_tasks * cols_per
+        for panel in prange(b_panels):
+            pack_b(b_pack, block, panel, b, b_base, b_row, b_col, k, n)
+        for task in prange(row_tasks * col_tasks):  # the tasks of a block of columns together
+            i0, j0 = task % row_tasks * rows_per, task // row_tasks * cols_per
             multiply_block(
-                out, o_base, o_row, o_col, a_pack, b_pack, m, n, kc,
+                out, o_base, o_row, o_col, a, a_base, a_row, a_col, b_pack, block, m, n, k,
                 (i0, min(a_panels, i0 + rows_per)), (j0, min(b_panels, j0 + cols_per)),
             )  # fmt: skip
     # END SOLUTION

@@ -10,8 +10,8 @@ generated register-tiled micro-kernel, its tile chosen by CPU) is the student's 
   ``gemm`` called directly. Sizes are drawn across every small block edge (1 to 35:
   multiples of 2, 4, 8, 16, 32 and their neighbours) and, for the large products, are
   odd (most of them primes), so no tile or block size divides them (the reference's 8-
-  and 3-row tiles, 512-deep panels and 64 x 128 tasks included), and ``k`` runs past
-  512: a dropped or repeated last piece shows.
+  and 3-row tiles, 512-deep panels and parallel tasks of up to 64 rows included), and
+  ``k`` runs past 512: a dropped or repeated last piece shows.
 * **In parallel**: per-thread CPU clocks (``tests/parallel.py``), not a timing.
 * **Speed**: a same-process comparison with a naive triple loop given here (not any
   student task's code). Both run on one Numba thread and are timed by the calling
@@ -234,8 +234,8 @@ def operands(dtype: type, n: int, m: int, p: int, seed: int) -> tuple[np.ndarray
 
 
 # (n, m, p): column counts around the float32 tile (32 columns) and the float64 one (16),
-# and around a parallel task's 8 panels (256 float32 columns, 128 float64); rows around
-# the 8-row tile and a task's 64 rows; depths around a 512-deep panel (and 256). Each
+# and around 8 panels of either (256 float32 columns, 128 float64); rows around the 8-row
+# tile and a parallel task's 64 rows; depths around a 512-deep panel (and 256). Each
 # has at least 65,536 multiply-adds and sides of at least 16: the backend's packed path.
 PACKED_SIZES = [
     *((16, 257, p) for p in (16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 95, 97)),
@@ -317,4 +317,22 @@ def test_packed_driver_zeroes_large_outputs_on_every_thread(dtype: type) -> None
         tensor_matrix_multiply_packed(*out.tuple_arrays(), *fast(a).tuple_arrays(),
                                       *fast(b).tuple_arrays())  # fmt: skip
         what = f"packed {np.dtype(dtype).name} ({n}, 5) @ (5, {p}), {n * p} entries"
+        assert_product(exact_tensor(out, what, dtype=dtype), a, b, what)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float64", "float32"])
+def test_packed_driver_across_a_tasks_widest_block_of_columns(dtype: type) -> None:
+    """Parallel products (over 2^20 multiply-adds) with as many columns as the
+    reference's widest parallel task (64 panels of ``b``: 1024 float64 columns, 2048
+    float32) and one more, with 191 rows: 8 tasks of rows with either tile (8 or 3
+    rows), so no narrower blocks of columns. Planted bug caught: the last block of
+    columns ending one panel short (column 1024, or 2048, left at zero)."""
+    width = 1024 if dtype is np.float64 else 2048
+    for p in (width, width + 1):
+        m = (1 << 20) // (191 * width) + 1
+        a, b = operands(dtype, 191, m, p, p)
+        out = fast(np.zeros((191, p), dtype)).fill_(np.nan)
+        tensor_matrix_multiply_packed(*out.tuple_arrays(), *fast(a).tuple_arrays(),
+                                      *stored_transposed(b).tuple_arrays())  # fmt: skip
+        what = f"packed {np.dtype(dtype).name} (191, {m}) @ ({m}, {p})"
         assert_product(exact_tensor(out, what, dtype=dtype), a, b, what)

@@ -77,7 +77,7 @@ def test_edge_sizes_straddle_this_machines_tile() -> None:
 def test_gemm_compiled_for_avx2_at_every_edge() -> None:
     env = {**os.environ, **tuning.avx2_environment()}
     tests = Path(__file__).with_name("test_fast_matmul.py")
-    select = "tile_edge or batches_and_blocks or strided_slice or every_layout"
+    select = "tile_edge or batches_and_blocks or strided_slice or every_layout or widest"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
                "-k", select, str(tests)]  # fmt: skip
     probe = "from module2 import fast_matmul as f; print(f.TILE_ROWS, f.TILE_BYTES)"
