@@ -80,7 +80,7 @@ REFERENCE_CODE = (
     "tests/module2/test_gemm_tiles.py", "module5/fused_cuda.py", "tests/module5/test_fused_cuda.py",
     "module4/conv_paths.py", "module5/fast_decode.py", "tests/module5/test_fast_decode.py",
     "module4/fast_linear.py", "tests/module4/test_fast_linear.py", "module5/fast_block.py",
-    "tests/module5/test_fast_block.py",
+    "tests/module5/test_fast_block.py", "module5/fast_optim.py", "tests/module5/test_fast_optim.py",
 )  # fmt: skip
 """The reference's optional fast paths (and their tests): its solutions use them, so the
 reference in the released shape has them; a handout does not (a task's answer is the

@@ -58,6 +58,7 @@ KERNELS: dict[str, list[tuple[str, str]]] = {
     "clip, optimizer": [
         ("module5.optim", "clip_grad_norm_"),
         ("module5.optim", "adam_update"),
+        ("module5.fast_optim", "adamw_update"),
     ],
 }
 """Each family's kernels, as (module, attribute) pairs that callers look up at call time
