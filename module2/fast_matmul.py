@@ -102,17 +102,19 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
     ``module2/__init__.py``) packs each row's sums into vector registers. Writing the
     tile out by hand would be ``rows * cols`` lines; this writes them.
 
-    ``rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full)``: ``a_panel``
-    is ``(kc, rows)`` (column ``r`` is row ``r`` of the tile's rows of ``a``),
-    ``b_panel`` is ``(kc, cols)``. With ``full``, adds the tile to ``out[base + r *
-    o_row + q]`` (contiguous output rows); otherwise stores it in ``tile``.
+    ``rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, store, ...)``:
+    ``a_panel`` is ``(kc, rows)`` (column ``r`` is row ``r`` of the tile's rows of
+    ``a``), ``b_panel`` is ``(kc, cols)``. With ``full``, adds the tile to ``out[base +
+    r * o_row + q]`` (contiguous output rows), or with ``store`` writes it there;
+    otherwise stores it in ``tile``.
 
     While it runs, it asks the cache for what comes next (:func:`prefetch`): the
     output rows it will add to, and, one row per step of ``k``, the panels the next
     call reads (``a_next``, ``b_next``)."""
     sums = [[f"s{r}_{q}" for q in range(cols)] for r in range(rows)]
     lines = [
-        "def rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, a_next, b_next):",
+        "def rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, store, a_next,"
+        " b_next):",
         "    tile[0, 0] = 0.0",
         "    zero = tile[0, 0]  # 0 in the storage's dtype",
         "    if full:",
@@ -127,7 +129,11 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
     for r in range(rows):
         lines.append(f"        a{r} = a_panel[p, {r}]")
         lines += [f"        {sums[r][q]} += a{r} * b{q}" for q in range(cols)]
-    lines.append("    if full:")
+    lines.append("    if full and store:")
+    for r in range(rows):
+        lines.append(f"        row = out[base + {r} * o_row :]")
+        lines += [f"        row[{q}] = {sums[r][q]}" for q in range(cols)]
+    lines.append("    elif full:")
     for r in range(rows):
         lines.append(f"        row = out[base + {r} * o_row :]")
         lines += [f"        row[{q}] += {sums[r][q]}" for q in range(cols)]
@@ -187,18 +193,20 @@ def tile_cols(like: Any) -> int:
 
 def rank1_kernel(
     a_panel: Any, b_panel: Any, kc: int, tile: Any, out: Storage, base: int, o_row: int,
-    full: bool, a_next: Any, b_next: Any,
+    full: bool, store: bool, a_next: Any, b_next: Any,
 ) -> None:  # fmt: skip
     """The generated kernel for the panels' dtype (:data:`_KERNELS`), chosen when the
     caller compiles: each dtype's gemm compiles its own kernel only. Called, not
     inlined (one call per 8 x 512 x 16 or 32 block of multiply-adds): inlined through
     the overload, ``gemm`` took 16.5 s to compile in float64 and 31.7 s in float32
     (8.3 and 7.6 with one inlined 8 x 16 kernel); called, 7.7 and 12.5 s, as fast."""
-    _KERNELS[b_panel.itemsize](a_panel, b_panel, kc, tile, out, base, o_row, full, a_next, b_next)
+    _KERNELS[b_panel.itemsize](
+        a_panel, b_panel, kc, tile, out, base, o_row, full, store, a_next, b_next
+    )
 
 
 @overload(rank1_kernel, jit_options={"fastmath": RANK1_FASTMATH})
-def _rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, a_next, b_next):
+def _rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, store, a_next, b_next):
     # unannotated, as vector_math._exp_loop
     return _KERNELS[b_panel.dtype.bitwidth // 8]
 
@@ -272,12 +280,13 @@ def pack_b(
 def multiply_block(
     out: Storage, o_base: int, o_row: int, o_col: int,
     a: Storage, a_base: int, a_row: int, a_col: int, b_pack: Any, block: int,
-    m: int, n: int, k: int, rows: tuple[int, int], cols: tuple[int, int],
+    m: int, n: int, k: int, rows: tuple[int, int], cols: tuple[int, int], store: bool,
 ) -> None:  # fmt: skip
-    """Add block ``block`` of depth of ``a``'s panels ``rows[0]:rows[1]`` times the packed
-    panels ``cols[0]:cols[1]`` of ``b`` to ``out``: pack those panels of ``a``
-    (:func:`pack_a`: they stay in L2), then for each panel of ``b`` (it streams from
-    L2 and L3, prefetched), for each panel of ``a``, one call of the micro-kernel.
+    """Add block ``block`` of depth of ``a``'s panels ``rows[0]:rows[1]`` times the
+    packed panels ``cols[0]:cols[1]`` of ``b`` to ``out`` (with ``store``, write it over
+    what ``out`` holds: the first block of an overwriting product). Pack those panels
+    of ``a`` (:func:`pack_a`: they stay in L2), then for each panel of ``b`` (it streams
+    from L2 and L3, prefetched), for each panel of ``a``, one call of the micro-kernel.
 
     Each task packs its own rows of ``a``, just before it multiplies them: packed in a
     parallel loop of their own, every panel went through L3 (or memory) on its way from
@@ -303,10 +312,15 @@ def multiply_block(
                 a_next, b_next = a_pack[i + 1], b_panel
             else:  # the first panel of a again, with the next panel of b
                 a_next, b_next = a_pack[0], b_pack[min(jp + 1, cols[1] - 1)]
-            rank1_kernel(a_pack[i], b_panel, kc, tile, out, base, o_row, full, a_next, b_next)
-            if not full:  # the edge of the matrix, or strided output rows
-                for r in range(mr):
-                    for q in range(nr):
+            rank1_kernel(a_pack[i], b_panel, kc, tile, out, base, o_row, full, store,
+                         a_next, b_next)  # fmt: skip
+            if full:
+                continue
+            for r in range(mr):  # the edge of the matrix, or strided output rows
+                for q in range(nr):
+                    if store:
+                        out[base + r * o_row + q * o_col] = tile[r, q]
+                    else:
                         out[base + r * o_row + q * o_col] += tile[r, q]
 
 
@@ -341,24 +355,77 @@ def split_tasks(a_panels: int, b_panels: int) -> tuple[int, int]:
     return rows_per, min(BLOCK_PANELS, (b_panels + col_tasks - 1) // col_tasks)
 
 
+@njit
+def zero_matrix(out: Storage, o_base: int, o_row: int, o_col: int, m: int, n: int) -> None:
+    """``out``'s ``m x n`` matrix at ``o_base`` set to zeros (a product over ``k = 0``)."""
+    for i in range(m):
+        for j in range(n):
+            out[o_base + i * o_row + j * o_col] = 0.0
+
+
 @njit(fastmath=RANK1_FASTMATH)
 def gemm_serial(
     out: Storage, o_base: int, o_row: int, o_col: int,
     a: Storage, a_base: int, a_row: int, a_col: int,
     b: Storage, b_base: int, b_row: int, b_col: int,
-    m: int, n: int, k: int,
+    m: int, n: int, k: int, overwrite: bool,
 ) -> None:  # fmt: skip
-    """:func:`gemm`'s contract on the calling thread: for each block of depth, every
-    panel of ``b`` packed, then one :func:`multiply_block` over the whole product.
-    Small products, and kernels that already run one task per thread (stage 5's
-    attention), call it directly."""
+    """:func:`gemm_into`'s contract on the calling thread: for each block of depth,
+    every panel of ``b`` packed, then one :func:`multiply_block` over the whole
+    product. Small products, and kernels that already run one task per thread (stage
+    5's attention), call it directly."""
+    if k == 0:
+        if overwrite:
+            zero_matrix(out, o_base, o_row, o_col, m, n)
+        return
     b_pack = b_buffer(a, n, k)
     a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, b_pack.shape[0]
     for block in range((k + DEPTH - 1) // DEPTH):
         for panel in range(b_panels):
             pack_b(b_pack, block, panel, b, b_base, b_row, b_col, k, n)
         multiply_block(out, o_base, o_row, o_col, a, a_base, a_row, a_col, b_pack, block,
-                       m, n, k, (0, a_panels), (0, b_panels))  # fmt: skip
+                       m, n, k, (0, a_panels), (0, b_panels), overwrite and block == 0)  # fmt: skip
+
+
+def product(
+    out: Storage, o_base: int, o_row: int, o_col: int,
+    a: Storage, a_base: int, a_row: int, a_col: int,
+    b: Storage, b_base: int, b_row: int, b_col: int,
+    m: int, n: int, k: int, overwrite: bool,
+) -> None:  # fmt: skip
+    """:func:`gemm`'s product, added to ``out`` or, with ``overwrite``, written over it:
+    the first block of depth stores its tiles instead of adding them, so the backend's
+    driver need not zero the output first (a pass over it: 1-2% of a 256-512 product).
+    A ``k = 0`` product writes zeros. Compiled twice (below): as :func:`gemm_into` for
+    Python callers, and inlined into :func:`gemm`, whose own ``prange`` loops they
+    become (a ``parallel=True`` kernel that only calls another has none, and Numba
+    warns)."""
+    if m * n * k < SERIAL_MAX:  # the same steps on this thread
+        gemm_serial(out, o_base, o_row, o_col, a, a_base, a_row, a_col,
+                    b, b_base, b_row, b_col, m, n, k, overwrite)  # fmt: skip
+        return
+    b_pack = b_buffer(a, n, k)
+    a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, b_pack.shape[0]
+    rows_per, cols_per = split_tasks(a_panels, b_panels)
+    row_tasks = (a_panels + rows_per - 1) // rows_per
+    col_tasks = (b_panels + cols_per - 1) // cols_per
+    for block in range((k + DEPTH - 1) // DEPTH):  # packed, then multiplied, block by block
+        for panel in prange(b_panels):
+            pack_b(b_pack, block, panel, b, b_base, b_row, b_col, k, n)
+        for task in prange(row_tasks * col_tasks):  # the tasks of a block of columns together
+            i0, j0 = task % row_tasks * rows_per, task // row_tasks * cols_per
+            multiply_block(
+                out, o_base, o_row, o_col, a, a_base, a_row, a_col, b_pack, block, m, n, k,
+                (i0, min(a_panels, i0 + rows_per)), (j0, min(b_panels, j0 + cols_per)),
+                overwrite and block == 0,
+            )  # fmt: skip
+
+
+gemm_into = njit(parallel=True, cache=True, fastmath=FASTMATH)(product)
+"""The product's kernel for Python callers: the backend's driver (``overwrite``) and
+stage 4's fast Linear (adding to the bias)."""
+product_inlined = njit(inline="always", fastmath=FASTMATH)(product)
+"""The product inlined into :func:`gemm`."""
 
 
 # END SOLUTION
@@ -381,24 +448,8 @@ def gemm(
     parallel, and at least 2x as fast on one core as a naive triple loop (see the
     README)."""
     # BEGIN SOLUTION 2.3
-    if m * n * k < SERIAL_MAX:  # the same steps on this thread
-        gemm_serial(out, o_base, o_row, o_col, a, a_base, a_row, a_col,
-                    b, b_base, b_row, b_col, m, n, k)  # fmt: skip
-        return
-    b_pack = b_buffer(a, n, k)
-    a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, b_pack.shape[0]
-    rows_per, cols_per = split_tasks(a_panels, b_panels)
-    row_tasks = (a_panels + rows_per - 1) // rows_per
-    col_tasks = (b_panels + cols_per - 1) // cols_per
-    for block in range((k + DEPTH - 1) // DEPTH):  # packed, then multiplied, block by block
-        for panel in prange(b_panels):
-            pack_b(b_pack, block, panel, b, b_base, b_row, b_col, k, n)
-        for task in prange(row_tasks * col_tasks):  # the tasks of a block of columns together
-            i0, j0 = task % row_tasks * rows_per, task // row_tasks * cols_per
-            multiply_block(
-                out, o_base, o_row, o_col, a, a_base, a_row, a_col, b_pack, block, m, n, k,
-                (i0, min(a_panels, i0 + rows_per)), (j0, min(b_panels, j0 + cols_per)),
-            )  # fmt: skip
+    product_inlined(out, o_base, o_row, o_col, a, a_base, a_row, a_col,
+                    b, b_base, b_row, b_col, m, n, k, False)  # fmt: skip
     # END SOLUTION
 
 
@@ -461,6 +512,16 @@ def tensor_matrix_multiply_packed(
     storage is its own (:func:`zero_fill` on every thread when it is large): the
     strided loop of :func:`batch_bases` took a tenth of a float32 product at 512."""
     n, p, m = out_shape[-2], out_shape[-1], a_shape[-1]
+    # BEGIN SOLUTION 2.3 omit
+    if len(out_shape) == 2 and len(out) == n * p:  # the reference writes it: no zeroing
+        gemm_into(
+            out, 0, out_strides[-2], out_strides[-1],
+            a_storage, 0, a_strides[-2], a_strides[-1],
+            b_storage, 0, b_strides[-2], b_strides[-1],
+            n, p, m, True,
+        )  # fmt: skip
+        return
+    # END SOLUTION
     if len(out_shape) == 2 and len(out) == n * p:  # one matrix, its storage its own
         if len(out) >= 2 * ZERO_CHUNK:
             zero_fill(out)

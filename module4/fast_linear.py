@@ -1,13 +1,12 @@
 """The reference's fast path for a ``Linear`` layer: the bias in the product's epilogue.
 
-Task 1.5's ``x @ weight + bias`` is two Functions: the product writes its output (after
-a pass that zeroes it, since task 2.3's ``gemm`` adds to what ``out`` holds), then the
-bias ``zip`` reads it whole again and writes a new tensor; the backward sends the
+Task 1.5's ``x @ weight + bias`` is two Functions: the product writes its output, then
+the bias ``zip`` reads it whole again and writes a new tensor; the backward sends the
 gradient through the addition and sums it for the bias. Here the output starts as the
-bias, row after row (the pass that would have zeroed it), and ``gemm`` adds the product
-on top: one pass over the output fewer, one output fewer to allocate, one Function
-fewer in the graph. The backward is the two products of ``MatMul``'s and the bias's sum
-over the rows.
+bias, row after row, and task 2.3's product adds to it (``gemm_into`` without
+``overwrite``, as ``gemm`` adds to what ``out`` holds): one pass over the output fewer,
+one output fewer to allocate, one Function fewer in the graph. The backward is the two
+products of ``MatMul``'s and the bias's sum over the rows.
 
 It applies to a 2-D input on the fast CPU backend, float32 or float64, where
 ``FastOps.matrix_multiply`` would take task 2.3's packed product and no autocast is
@@ -46,7 +45,7 @@ def fill_rows(out: Any, row: Any) -> None:
 
 class LinearBias(Function):
     """``x @ w + b`` for ``x`` ``(n, k)``, ``w`` ``(k, m)``, ``b`` ``(m,)``: the output
-    filled with ``b``, then task 2.3's ``gemm`` adds ``x @ w`` to it."""
+    filled with ``b``, then task 2.3's product (``gemm_into``) adds ``x @ w`` to it."""
 
     @staticmethod
     def forward(ctx: Context, x: Tensor, w: Tensor, b: Tensor) -> Tensor:
@@ -57,9 +56,9 @@ class LinearBias(Function):
         storage = out._tensor._storage
         fill_rows(storage.reshape(n, m), b._tensor._storage)
         (x_row, x_col), (w_row, w_col) = x._tensor.strides, w._tensor.strides
-        fast_matmul.gemm(
+        fast_matmul.gemm_into(
             storage, 0, m, 1, x._tensor._storage, 0, x_row, x_col,
-            w._tensor._storage, 0, w_row, w_col, n, m, k,
+            w._tensor._storage, 0, w_row, w_col, n, m, k, False,
         )  # fmt: skip
         return out
 

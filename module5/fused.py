@@ -283,8 +283,9 @@ def attention_block(
     rows = i1 - i0
     last = min(sk, i1 + shift)  # the keys the block's last query sees
     qf, kf, vf = q.reshape(-1), k.reshape(-1), v.reshape(-1)
-    s = np.zeros(rows * last, q.dtype)
-    gemm_serial(s, 0, last, 1, qf, (b * t + i0) * d, d, 1, kf, b * sk * d, 1, d, rows, last, d)
+    s = np.empty(rows * last, q.dtype)  # written whole by the product
+    gemm_serial(s, 0, last, 1, qf, (b * t + i0) * d, d, 1, kf, b * sk * d, 1, d, rows, last, d,
+                True)  # fmt: skip
     p = np.empty(rows * last, q.dtype)
     work = np.empty(3, q.dtype)
     work[0], work[2] = scale, -80.0  # exp(-80) is a normal number: no slow path
@@ -311,8 +312,8 @@ def attention_block(
         pr[kept:] = 0.0
         total[r] = acc
         lse[b, i0 + r] = tops[r] + math.log(acc)
-    o = np.zeros(rows * dvn, q.dtype)
-    gemm_serial(o, 0, dvn, 1, p, 0, last, 1, vf, b * sk * dvn, dvn, 1, rows, dvn, last)
+    o = np.empty(rows * dvn, q.dtype)
+    gemm_serial(o, 0, dvn, 1, p, 0, last, 1, vf, b * sk * dvn, dvn, 1, rows, dvn, last, True)
     for r in range(rows):
         work[1] = 1.0 / total[r]
         inv = work[1]
@@ -350,10 +351,11 @@ def attention_backward_head(
     for i0 in range(0, t, BLOCK_Q):
         i1 = min(t, i0 + BLOCK_Q)
         rows, last = i1 - i0, min(sk, i1 + shift)
-        s = np.zeros(rows * last, q.dtype)
-        dp = np.zeros(rows * last, q.dtype)
-        gemm_serial(s, 0, last, 1, qf, qb + i0 * d, d, 1, kf, kb, 1, d, rows, last, d)
-        gemm_serial(dp, 0, last, 1, dof, ob + i0 * dvn, dvn, 1, vf, vb, 1, dvn, rows, last, dvn)
+        s = np.empty(rows * last, q.dtype)  # both written whole by their products
+        dp = np.empty(rows * last, q.dtype)
+        gemm_serial(s, 0, last, 1, qf, qb + i0 * d, d, 1, kf, kb, 1, d, rows, last, d, True)
+        gemm_serial(dp, 0, last, 1, dof, ob + i0 * dvn, dvn, 1, vf, vb, 1, dvn, rows, last, dvn,
+                    True)  # fmt: skip
         p = np.empty(rows * last, q.dtype)
         for r in range(rows):  # the scores less each row's log-sum-exp; masked to -80
             i = i0 + r
@@ -374,9 +376,10 @@ def attention_backward_head(
             for j in range(kept):  # dp becomes ds, in place
                 dr[j] = pr[j] * (dr[j] - bd) * sc
             dr[kept:] = 0.0
-        gemm_serial(dqf, qb + i0 * d, d, 1, dp, 0, last, 1, kf, kb, d, 1, rows, d, last)
-        gemm_serial(dkf, kb, d, 1, dp, 0, 1, last, qf, qb + i0 * d, d, 1, last, d, rows)
-        gemm_serial(dvf, vb, dvn, 1, p, 0, 1, last, dof, ob + i0 * dvn, dvn, 1, last, dvn, rows)
+        gemm_serial(dqf, qb + i0 * d, d, 1, dp, 0, last, 1, kf, kb, d, 1, rows, d, last, False)
+        gemm_serial(dkf, kb, d, 1, dp, 0, 1, last, qf, qb + i0 * d, d, 1, last, d, rows, False)
+        gemm_serial(dvf, vb, dvn, 1, p, 0, 1, last, dof, ob + i0 * dvn, dvn, 1, last, dvn, rows,
+                    False)  # fmt: skip
 
 
 # END SOLUTION

@@ -24,6 +24,7 @@ KERNELS: dict[str, list[tuple[str, str]]] = {
         ("module2.fast_ops", "matmul_small"),
         ("module2.fast_ops", "tensor_matrix_multiply_kernel"),
         ("module2.fast_matmul", "gemm"),
+        ("module2.fast_matmul", "gemm_into"),
         ("module2.fast_matmul", "zero_fill"),
         ("module2.fast_matmul", "batch_bases"),
         ("module4.fast_linear", "fill_rows"),

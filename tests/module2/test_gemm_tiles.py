@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import llvmlite.binding as llvm
+import numpy as np
 import pytest
 
 from module2 import fast_matmul, tuning
@@ -87,3 +88,30 @@ def test_gemm_compiled_for_avx2_at_every_edge() -> None:
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and "failed" not in proc.stdout, proc.stdout[-2000:]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize(
+    ("m", "n", "k"),
+    [(5, 7, 0), (9, 17, 3), (9, 33, 513), (67, 131, 1031), (131, 67, 300)],
+    ids=str,
+)
+def test_gemm_into_overwrites_every_entry(dtype: type, m: int, n: int, k: int) -> None:
+    """The reference's ``gemm_into`` with ``overwrite`` (the backend's driver calls it so,
+    without zeroing the output first): on the calling thread and in parallel, one block
+    of depth and several (the first writes, the rest add), ``k = 0`` (zeros), and an
+    output stored column by column (the edge path writes from the small tile), starting
+    as NaN. Planted bugs caught: every block writing instead of the first; the edge path
+    adding instead of writing."""
+    rng = np.random.default_rng(m * n + k)
+    a, b = rng.uniform(-1, 1, (m, k)).astype(dtype), rng.uniform(-1, 1, (k, n)).astype(dtype)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    for transposed in (False, True):
+        out = np.full((n, m) if transposed else (m, n), np.nan, dtype)
+        o_row, o_col = (1, m) if transposed else (n, 1)
+        fast_matmul.gemm_into(out.reshape(-1), 0, o_row, o_col, a.reshape(-1), 0, k, 1,
+                              b.reshape(-1), 0, n, 1, m, n, k, True)  # fmt: skip
+        got = out.T if transposed else out
+        tol = 1e-12 if dtype is np.float64 else 1e-4
+        np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * max(1, k),
+                                   err_msg=f"output stored transposed: {transposed}")  # fmt: skip
