@@ -16,16 +16,14 @@ like ``fast_block.py``: a handout's task 5.4 is the student's own).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit, prange
 
-from module0.module import Parameter
 from module1.tensor import Tensor
 from module1.tensor_data import Storage
-from module2.fast_optim import PARALLEL_MIN, _prepare, _state
+from module2.fast_optim import PARALLEL_MIN, _prepare, _state, adam_entry
 
 if TYPE_CHECKING:
     from module5.optim import AdamW
@@ -65,21 +63,14 @@ def adamw_update(
     bias1 = 1.0 - beta1 ** float(t)  # C's pow, as adam_update
     bias2 = 1.0 - beta2 ** float(t)
 
-    def update(i: int) -> None:
-        param[i] = param[i] * keep  # rounded to the dtype, as NumPy's *= stores it
-        g = grad[i]
-        m_i = beta1 * m[i] + (1.0 - beta1) * g
-        v_i = beta2 * v[i] + (1.0 - beta2) * (g * g)
-        m[i] = m_i
-        v[i] = v_i
-        param[i] -= lr * (m_i / bias1) / (math.sqrt(v_i / bias2) + eps)
-
     if n < PARALLEL_MIN:
         for i in range(n):
-            update(i)
+            param[i] = param[i] * keep  # rounded to the dtype, as NumPy's *= stores it
+            adam_entry(param, grad, m, v, i, lr, beta1, beta2, eps, bias1, bias2)
     else:
         for i in prange(n):
-            update(i)
+            param[i] = param[i] * keep
+            adam_entry(param, grad, m, v, i, lr, beta1, beta2, eps, bias1, bias2)
 
 
 def flat_values(g: Tensor) -> Storage:
@@ -91,20 +82,10 @@ def flat_values(g: Tensor) -> Storage:
     return np.ascontiguousarray(g.to_numpy()).reshape(-1)
 
 
-def clip_grad_norm(parameters: Iterable[Parameter], max_norm: float) -> float:
-    """Task 5.4's ``clip_grad_norm_`` (``max_norm`` already checked) with the global
-    norm summed by :func:`sum_of_squares`; the scaling is the task's, in place."""
-    grads = [p.value.grad for p in parameters if p.value.grad is not None]
-    total = math.sqrt(sum(sum_of_squares(flat_values(g)) for g in grads))
-    if total > max_norm:
-        scale = max_norm / (total + 1e-6)
-        for g in grads:
-            data = g._tensor
-            if data.is_contiguous() and data._storage.size == data.size:
-                data._storage *= scale
-            else:
-                g._tensor = (g * scale)._tensor
-    return total
+def global_norm(grads: list[Tensor]) -> float:
+    """The L2 norm of all of ``grads`` together (task 5.4's ``total``): one
+    :func:`sum_of_squares` pass per gradient."""
+    return math.sqrt(sum(sum_of_squares(flat_values(g)) for g in grads))
 
 
 def adamw_step(optimizer: AdamW) -> None:
