@@ -406,12 +406,16 @@ def round_rng(round_seed: int, entry: Check) -> np.random.Generator:
 
 
 def _answer(call: Callable[[], Any]) -> Any:
-    """``encode(call())``, or the error it raised (within ``CHECK_SECONDS``)."""
+    """``encode(call())``, or the error it raised (within ``CHECK_SECONDS``). An error
+    that the check did not turn into an answer (:func:`raised`), a timeout included,
+    carries a message: from the reference, that is no answer but a broken grader."""
     signal.setitimer(signal.ITIMER_REAL, CHECK_SECONDS)
     try:
         return encode(call())
     except _Timeout:
-        return {"raised": f"timeout after {CHECK_SECONDS:g} s"}
+        return {"raised": f"timeout after {CHECK_SECONDS:g} s",
+                "message": f"the check ran for more than {CHECK_SECONDS:g} s "
+                           "(MINITORCH_CHECK_SECONDS)"}  # fmt: skip
     except BaseException as exc:
         return {"raised": type(exc).__name__, "message": str(exc)[:300]}
     finally:

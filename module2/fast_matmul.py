@@ -104,9 +104,11 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
 
     ``rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, store, ...)``:
     ``a_panel`` is ``(kc, rows)`` (column ``r`` is row ``r`` of the tile's rows of
-    ``a``), ``b_panel`` is ``(kc, cols)``. With ``full``, adds the tile to ``out[base +
-    r * o_row + q]`` (contiguous output rows), or with ``store`` writes it there;
-    otherwise stores it in ``tile``.
+    ``a``), ``b_panel`` is ``(kc, cols)``. The sums go to ``tile``; with ``full``, a
+    loop then adds the tile to ``out[base + r * o_row + q]`` (contiguous output rows),
+    or with ``store`` writes it there. (The add and the store written out for every sum
+    as well made the 8 x 16 kernel 587 lines, not 321, and slower to compile: ``gemm`` 8.1
+    and 10.9-12.5 s in float64 and float32 against 6.7 and 8.3-9.5, at the same speed.)
 
     While it runs, it asks the cache for what comes next (:func:`prefetch`): the
     output rows it will add to, and, one row per step of ``k``, the panels the next
@@ -129,17 +131,19 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
     for r in range(rows):
         lines.append(f"        a{r} = a_panel[p, {r}]")
         lines += [f"        {sums[r][q]} += a{r} * b{q}" for q in range(cols)]
-    lines.append("    if full and store:")
     for r in range(rows):
-        lines.append(f"        row = out[base + {r} * o_row :]")
-        lines += [f"        row[{q}] = {sums[r][q]}" for q in range(cols)]
-    lines.append("    elif full:")
-    for r in range(rows):
-        lines.append(f"        row = out[base + {r} * o_row :]")
-        lines += [f"        row[{q}] += {sums[r][q]}" for q in range(cols)]
-    lines.append("    else:")
-    for r in range(rows):
-        lines += [f"        tile[{r}, {q}] = {sums[r][q]}" for q in range(cols)]
+        lines += [f"    tile[{r}, {q}] = {sums[r][q]}" for q in range(cols)]
+    lines += [
+        "    if full:",
+        f"        for r in range({rows}):",
+        "            row = out[base + r * o_row :]",
+        "            if store:",
+        f"                for q in range({cols}):",
+        "                    row[q] = tile[r, q]",
+        "            else:",
+        f"                for q in range({cols}):",
+        "                    row[q] += tile[r, q]",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -364,7 +368,7 @@ def zero_matrix(out: Storage, o_base: int, o_row: int, o_col: int, m: int, n: in
 
 
 @njit(fastmath=RANK1_FASTMATH)
-def gemm_serial(
+def serial_product(
     out: Storage, o_base: int, o_row: int, o_col: int,
     a: Storage, a_base: int, a_row: int, a_col: int,
     b: Storage, b_base: int, b_row: int, b_col: int,
@@ -372,8 +376,7 @@ def gemm_serial(
 ) -> None:  # fmt: skip
     """:func:`gemm_into`'s contract on the calling thread: for each block of depth,
     every panel of ``b`` packed, then one :func:`multiply_block` over the whole
-    product. Small products, and kernels that already run one task per thread (stage
-    5's attention), call it directly."""
+    product. Called through :func:`gemm_serial`."""
     if k == 0:
         if overwrite:
             zero_matrix(out, o_base, o_row, o_col, m, n)
@@ -385,6 +388,43 @@ def gemm_serial(
             pack_b(b_pack, block, panel, b, b_base, b_row, b_col, k, n)
         multiply_block(out, o_base, o_row, o_col, a, a_base, a_row, a_col, b_pack, block,
                        m, n, k, (0, a_panels), (0, b_panels), overwrite and block == 0)  # fmt: skip
+
+
+def unliteral(value: Any) -> Any:
+    """``value`` itself, typed as a run-time value in compiled code: a constant argument
+    (``0``, ``True``) is no longer a literal type (:func:`_unliteral`)."""
+    return value
+
+
+@overload(unliteral)
+def _unliteral(value):  # unannotated, as _rank1_kernel
+    # Numba types an overload's arguments without their literal values first, so this
+    # compiles once per type, and what it returns has that type.
+    return lambda value: value
+
+
+@njit(inline="always")
+def gemm_serial(
+    out: Storage, o_base: int, o_row: int, o_col: int,
+    a: Storage, a_base: int, a_row: int, a_col: int,
+    b: Storage, b_base: int, b_row: int, b_col: int,
+    m: int, n: int, k: int, overwrite: bool,
+) -> None:  # fmt: skip
+    """:func:`serial_product` (``gemm_into`` on the calling thread), for small products
+    and for kernels that already run one task per thread (stage 5's attention).
+
+    Inlined, so that every argument reaches :func:`serial_product` as a run-time value
+    (:func:`unliteral`). Numba compiles a function called from compiled code once per
+    set of argument types, and a constant argument has a type of its own: attention's
+    seven calls, with their ``0``, ``1``, ``True`` and ``False``, made four compiled
+    copies of the product per dtype, each with its own copy of the rank-1 kernel, and
+    compiling stage 5's attention (forward and backward, both dtypes) took 64 s."""
+    serial_product(
+        out, unliteral(o_base), unliteral(o_row), unliteral(o_col),
+        a, unliteral(a_base), unliteral(a_row), unliteral(a_col),
+        b, unliteral(b_base), unliteral(b_row), unliteral(b_col),
+        unliteral(m), unliteral(n), unliteral(k), unliteral(overwrite),
+    )  # fmt: skip
 
 
 def product(

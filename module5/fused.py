@@ -534,6 +534,7 @@ def causal_attention_backward(
     array kept from the forward)."""
     # BEGIN SOLUTION 5.5
     shift = k.shape[1] - q.shape[1]
-    for b in prange(q.shape[0]):
-        attention_backward_head(q, k, v, out, lse, dout, dq, dk, dv, b, shift, scale)
+    for b in prange(q.shape[0]):  # b + 0 is signed, as b is only outside the threads:
+        # one compiled head per dtype, not two
+        attention_backward_head(q, k, v, out, lse, dout, dq, dk, dv, b + 0, shift, scale)
     # END SOLUTION

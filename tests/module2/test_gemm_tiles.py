@@ -115,3 +115,35 @@ def test_gemm_into_overwrites_every_entry(dtype: type, m: int, n: int, k: int) -
         tol = 1e-12 if dtype is np.float64 else 1e-4
         np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * max(1, k),
                                    err_msg=f"output stored transposed: {transposed}")  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_gemm_serial_from_compiled_code_takes_its_constants_as_run_time_values(
+    dtype: type,
+) -> None:
+    """Compiled callers pass ``gemm_serial`` constants (attention's ``0``, ``1``, ``True``,
+    ``False``); each constant has a type of its own in Numba, and every set of argument
+    types compiled another copy of the product (and of the micro-kernel with it). The
+    wrapper passes them on as run-time values, so the product is compiled with plain
+    ints and bools only, and gives the right answer for each call. Planted bug caught:
+    the wrapper passing its arguments on as they come."""
+    from numba import njit, types
+
+    @njit
+    def three_calls(out: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> None:
+        fast_matmul.gemm_serial(out, 0, n, 1, a, 0, n, 1, b, 0, n, 1, n, n, n, True)
+        fast_matmul.gemm_serial(out, 0, n, 1, a, 0, 1, n, b, 0, n, 1, n, n, n, False)
+        fast_matmul.gemm_serial(out, 0, 1, n, a, 0, n, 1, b, 0, 1, n, n, n, n, False)
+
+    n = 9
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(-1, 1, (n, n)).astype(dtype), rng.uniform(-1, 1, (n, n)).astype(dtype)
+    out = np.full(n * n, np.nan, dtype)
+    three_calls(out, a.reshape(-1), b.reshape(-1), n)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    expected = a64 @ b64 + a64.T @ b64 + (a64 @ b64.T).T
+    tol = 1e-12 if dtype is np.float64 else 1e-5
+    np.testing.assert_allclose(out.reshape(n, n), expected, rtol=tol, atol=tol)
+    literal = [sig for sig in fast_matmul.serial_product.signatures
+               if any(isinstance(t, types.Literal) for t in sig)]  # fmt: skip
+    assert not literal, f"{len(literal)} copies of serial_product for constants: {literal[0]}"
