@@ -102,27 +102,25 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
     ``module2/__init__.py``) packs each row's sums into vector registers. Writing the
     tile out by hand would be ``rows * cols`` lines; this writes them.
 
-    ``rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, store, ...)``:
+    ``rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, ...)``:
     ``a_panel`` is ``(kc, rows)`` (column ``r`` is row ``r`` of the tile's rows of
-    ``a``), ``b_panel`` is ``(kc, cols)``. The sums go to ``tile``; with ``full``, a
-    loop then adds the tile to ``out[base + r * o_row + q]`` (contiguous output rows),
-    or with ``store`` writes it there. (The add and the store written out for every sum
-    as well made the 8 x 16 kernel 587 lines, not 321, and slower to compile: ``gemm`` 8.1
-    and 10.9-12.5 s in float64 and float32 against 6.7 and 8.3-9.5, at the same speed.)
+    ``a``), ``b_panel`` is ``(kc, cols)``, ``zero`` a 0 of their dtype. Adds the tile
+    to ``out[base + r * o_row + q]`` (contiguous rows of ``cols`` values), or with
+    ``store`` writes it there; the caller points ``out`` at a small buffer for a tile
+    that is not whole inside the output. Each sum is written out once per branch: a
+    third branch that wrote the tile to the buffer made the 8 x 16 kernel 587 lines, not
+    454, and ``gemm`` slower to compile; writing the sums only to the buffer and then
+    adding it to the output by a loop (321 lines) took a 64 x 64 x 32 product, as
+    attention's, from 5.3 to 6.1 us (float32).
 
     While it runs, it asks the cache for what comes next (:func:`prefetch`): the
     output rows it will add to, and, one row per step of ``k``, the panels the next
     call reads (``a_next``, ``b_next``)."""
     sums = [[f"s{r}_{q}" for q in range(cols)] for r in range(rows)]
-    lines = [
-        "def rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, store, a_next,"
-        " b_next):",
-        "    tile[0, 0] = 0.0",
-        "    zero = tile[0, 0]  # 0 in the storage's dtype",
-        "    if full:",
-    ]
-    lines += [f"        prefetch(out, base + {r} * o_row)" for r in range(rows)]
-    lines += [f"        prefetch(out, base + {r} * o_row + {cols - 1})" for r in range(rows)]
+    lines = ["def rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, a_next,"
+             " b_next):"]  # fmt: skip
+    lines += [f"    prefetch(out, base + {r} * o_row)" for r in range(rows)]
+    lines += [f"    prefetch(out, base + {r} * o_row + {cols - 1})" for r in range(rows)]
     lines += ["    " + " = ".join(row) + " = zero" for row in sums]
     lines.append("    for p in range(kc):")
     lines += ["        prefetch(a_next, (p, 0))", "        prefetch(b_next, (p, 0))"]
@@ -131,19 +129,11 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
     for r in range(rows):
         lines.append(f"        a{r} = a_panel[p, {r}]")
         lines += [f"        {sums[r][q]} += a{r} * b{q}" for q in range(cols)]
-    for r in range(rows):
-        lines += [f"    tile[{r}, {q}] = {sums[r][q]}" for q in range(cols)]
-    lines += [
-        "    if full:",
-        f"        for r in range({rows}):",
-        "            row = out[base + r * o_row :]",
-        "            if store:",
-        f"                for q in range({cols}):",
-        "                    row[q] = tile[r, q]",
-        "            else:",
-        f"                for q in range({cols}):",
-        "                    row[q] += tile[r, q]",
-    ]
+    for test, op in (("    if store:", "="), ("    else:", "+=")):
+        lines.append(test)
+        for r in range(rows):
+            lines.append(f"        row = out[base + {r} * o_row :]")
+            lines += [f"        row[{q}] {op} {sums[r][q]}" for q in range(cols)]
     return "\n".join(lines) + "\n"
 
 
@@ -196,23 +186,34 @@ def tile_cols(like: Any) -> int:
 
 
 def rank1_kernel(
-    a_panel: Any, b_panel: Any, kc: int, tile: Any, out: Storage, base: int, o_row: int,
-    full: bool, store: bool, a_next: Any, b_next: Any,
+    a_panel: Any, b_panel: Any, kc: int, zero: Any, out: Storage, base: int, o_row: int,
+    store: bool, a_next: Any, b_next: Any,
 ) -> None:  # fmt: skip
     """The generated kernel for the panels' dtype (:data:`_KERNELS`), chosen when the
     caller compiles: each dtype's gemm compiles its own kernel only. Called, not
     inlined (one call per 8 x 512 x 16 or 32 block of multiply-adds): inlined through
     the overload, ``gemm`` took 16.5 s to compile in float64 and 31.7 s in float32
     (8.3 and 7.6 with one inlined 8 x 16 kernel); called, 7.7 and 12.5 s, as fast."""
-    _KERNELS[b_panel.itemsize](
-        a_panel, b_panel, kc, tile, out, base, o_row, full, store, a_next, b_next
-    )
+    _KERNELS[b_panel.itemsize](a_panel, b_panel, kc, zero, out, base, o_row, store, a_next, b_next)
 
 
 @overload(rank1_kernel, jit_options={"fastmath": RANK1_FASTMATH})
-def _rank1_kernel(a_panel, b_panel, kc, tile, out, base, o_row, full, store, a_next, b_next):
+def _rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, a_next, b_next):
     # unannotated, as vector_math._exp_loop
     return _KERNELS[b_panel.dtype.bitwidth // 8]
+
+
+def unliteral(value: Any) -> Any:
+    """``value`` itself, typed as a run-time value in compiled code: a constant argument
+    (``0``, ``True``) is no longer a literal type (:func:`_unliteral`)."""
+    return value
+
+
+@overload(unliteral)
+def _unliteral(value):  # unannotated, as _rank1_kernel
+    # Numba types an overload's arguments without their literal values first, so this
+    # compiles once per type, and what it returns has that type.
+    return lambda value: value
 
 
 @njit
@@ -303,7 +304,8 @@ def multiply_block(
     a_pack = empty_aligned((count, depth, TILE_ROWS), b_pack)
     for i in range(count):
         pack_a(a_pack[i], block, (rows[0] + i) * TILE_ROWS, a, a_base, a_row, a_col, m, k)
-    tile = np.empty((TILE_ROWS, width), b_pack.dtype)
+    tile = np.zeros(TILE_ROWS * width, b_pack.dtype)  # an edge tile, row by row
+    zero, start, written = tile[0], unliteral(0), unliteral(True)  # (one compiled kernel)
     for jp in range(cols[0], cols[1]):
         b_panel = b_pack[jp]
         nr = min(width, n - jp * width)
@@ -311,21 +313,22 @@ def multiply_block(
             ip = rows[0] + i
             mr = min(TILE_ROWS, m - ip * TILE_ROWS)
             base = o_base + ip * TILE_ROWS * o_row + jp * width * o_col
-            full = mr == TILE_ROWS and nr == width and o_col == 1
             if i + 1 < count:  # the next call: the next panel of a, the same of b
                 a_next, b_next = a_pack[i + 1], b_panel
             else:  # the first panel of a again, with the next panel of b
                 a_next, b_next = a_pack[0], b_pack[min(jp + 1, cols[1] - 1)]
-            rank1_kernel(a_pack[i], b_panel, kc, tile, out, base, o_row, full, store,
-                         a_next, b_next)  # fmt: skip
-            if full:
+            if mr == TILE_ROWS and nr == width and o_col == 1:  # the tile, whole
+                rank1_kernel(a_pack[i], b_panel, kc, zero, out, base, o_row, store,
+                             a_next, b_next)  # fmt: skip
                 continue
+            rank1_kernel(a_pack[i], b_panel, kc, zero, tile, start, width, written,
+                         a_next, b_next)  # fmt: skip
             for r in range(mr):  # the edge of the matrix, or strided output rows
                 for q in range(nr):
                     if store:
-                        out[base + r * o_row + q * o_col] = tile[r, q]
+                        out[base + r * o_row + q * o_col] = tile[r * width + q]
                     else:
-                        out[base + r * o_row + q * o_col] += tile[r, q]
+                        out[base + r * o_row + q * o_col] += tile[r * width + q]
 
 
 @njit
@@ -388,19 +391,6 @@ def serial_product(
             pack_b(b_pack, block, panel, b, b_base, b_row, b_col, k, n)
         multiply_block(out, o_base, o_row, o_col, a, a_base, a_row, a_col, b_pack, block,
                        m, n, k, (0, a_panels), (0, b_panels), overwrite and block == 0)  # fmt: skip
-
-
-def unliteral(value: Any) -> Any:
-    """``value`` itself, typed as a run-time value in compiled code: a constant argument
-    (``0``, ``True``) is no longer a literal type (:func:`_unliteral`)."""
-    return value
-
-
-@overload(unliteral)
-def _unliteral(value):  # unannotated, as _rank1_kernel
-    # Numba types an overload's arguments without their literal values first, so this
-    # compiles once per type, and what it returns has that type.
-    return lambda value: value
 
 
 @njit(inline="always")
