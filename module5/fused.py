@@ -534,7 +534,7 @@ def causal_attention_backward(
     array kept from the forward)."""
     # BEGIN SOLUTION 5.5
     shift = k.shape[1] - q.shape[1]
-    for b in prange(q.shape[0]):  # b + 0 is signed, as b is only outside the threads:
-        # one compiled head per dtype, not two
+    for b in prange(q.shape[0]):  # b is unsigned in the threads, b + 0 signed everywhere:
+        # the head compiles once per dtype, not twice
         attention_backward_head(q, k, v, out, lse, dout, dq, dk, dv, b + 0, shift, scale)
     # END SOLUTION
