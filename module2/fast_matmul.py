@@ -62,12 +62,13 @@ TILE_BYTES = TILE_VECTORS * VECTOR_BYTES
 """Bytes in a row of the tile (128 with AVX-512 or AVX2): :func:`tile_cols` values."""
 DEPTH = 512
 """Depth of a packed micro-panel (``KC`` in BLIS): a 512-deep panel of ``b`` is 64 KiB
-(512 x 16 float64, or 512 x 32 float32), more than an L1 cache; the prefetches keep
-it coming from L2. Each block of depth is one more pass of loads and stores over the
-output, and on a 2-core AMD EPYC (Zen 4, 32 KiB L1, 1 MiB L2) 512 beat 256 at n = 1024
-in three alternating runs of 1024^3 products: float64 92.5 / 96.7 / 91.0 against 84.0 /
-87.1 / 46.7 GFLOP/s (a slow spell), float32 194 / 203 / 191 against 177 / 186 / 101;
-128 lost (81 against 88 in float64); 1024 measured as 512."""
+(512 x 16 float64, or 512 x 32 float32), more than an L1 cache; read in order, stride
+1, it streams from L2 (the CPU's own prefetcher). Each block of depth is one more pass
+of loads and stores over the output, and on a 2-core AMD EPYC (Zen 4, 32 KiB L1, 1 MiB
+L2) 512 beat 256 at n = 1024 in three alternating runs of 1024^3 products: float64
+92.5 / 96.7 / 91.0 against 84.0 / 87.1 / 46.7 GFLOP/s (a slow spell), float32 194 /
+203 / 191 against 177 / 186 / 101; 128 lost (81 against 88 in float64); 1024 measured
+as 512."""
 BLOCK_ROWS = 64
 """The most rows of ``a`` in one parallel task (``MC`` in BLIS): 8 panels of 8 rows, 128
 KiB of packed ``a`` in float64 at :data:`DEPTH` (AVX2: 21 panels of 3 rows). A task
@@ -114,17 +115,19 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
     attention's, from 5.3 to 6.1 us (float32).
 
     While it runs, it asks the cache for what comes next (:func:`prefetch`): the
-    output rows it will add to, and, one row per step of ``k``, the panels the next
-    call reads (``a_next``, ``b_next``)."""
+    output rows it will add to, and, one row per step of ``k``, the panel of ``a`` the
+    next call reads (``a_next``). Not the next panel of ``b``: that is the one this call
+    reads for all but the last panel of ``a`` of a task, and the hints only took load
+    slots (AVX2 code on Zen 4, float32, 2 threads, n = 256 / 512 / 1024: 168-169 / 190-192 /
+    203-204 GFLOP/s with them, 171-172 / 194-195 / 210 without; AVX-512 code the same
+    either way)."""
     sums = [[f"s{r}_{q}" for q in range(cols)] for r in range(rows)]
-    lines = ["def rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, a_next,"
-             " b_next):"]  # fmt: skip
+    lines = ["def rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, a_next):"]
     lines += [f"    prefetch(out, base + {r} * o_row)" for r in range(rows)]
     lines += [f"    prefetch(out, base + {r} * o_row + {cols - 1})" for r in range(rows)]
     lines += ["    " + " = ".join(row) + " = zero" for row in sums]
     lines.append("    for p in range(kc):")
-    lines += ["        prefetch(a_next, (p, 0))", "        prefetch(b_next, (p, 0))"]
-    lines.append(f"        prefetch(b_next, (p, {cols - 1}))")
+    lines.append("        prefetch(a_next, (p, 0))")
     lines += [f"        b{q} = b_panel[p, {q}]" for q in range(cols)]
     for r in range(rows):
         lines.append(f"        a{r} = a_panel[p, {r}]")
@@ -187,18 +190,18 @@ def tile_cols(like: Any) -> int:
 
 def rank1_kernel(
     a_panel: Any, b_panel: Any, kc: int, zero: Any, out: Storage, base: int, o_row: int,
-    store: bool, a_next: Any, b_next: Any,
+    store: bool, a_next: Any,
 ) -> None:  # fmt: skip
     """The generated kernel for the panels' dtype (:data:`_KERNELS`), chosen when the
     caller compiles: each dtype's gemm compiles its own kernel only. Called, not
     inlined (one call per 8 x 512 x 16 or 32 block of multiply-adds): inlined through
     the overload, ``gemm`` took 16.5 s to compile in float64 and 31.7 s in float32
     (8.3 and 7.6 with one inlined 8 x 16 kernel); called, 7.7 and 12.5 s, as fast."""
-    _KERNELS[b_panel.itemsize](a_panel, b_panel, kc, zero, out, base, o_row, store, a_next, b_next)
+    _KERNELS[b_panel.itemsize](a_panel, b_panel, kc, zero, out, base, o_row, store, a_next)
 
 
 @overload(rank1_kernel, jit_options={"fastmath": RANK1_FASTMATH})
-def _rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, a_next, b_next):
+def _rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, a_next):
     # unannotated, as vector_math._exp_loop
     return _KERNELS[b_panel.dtype.bitwidth // 8]
 
@@ -313,16 +316,11 @@ def multiply_block(
             ip = rows[0] + i
             mr = min(TILE_ROWS, m - ip * TILE_ROWS)
             base = o_base + ip * TILE_ROWS * o_row + jp * width * o_col
-            if i + 1 < count:  # the next call: the next panel of a, the same of b
-                a_next, b_next = a_pack[i + 1], b_panel
-            else:  # the first panel of a again, with the next panel of b
-                a_next, b_next = a_pack[0], b_pack[min(jp + 1, cols[1] - 1)]
+            a_next = a_pack[i + 1 if i + 1 < count else 0]  # the next call's
             if mr == TILE_ROWS and nr == width and o_col == 1:  # the tile, whole
-                rank1_kernel(a_pack[i], b_panel, kc, zero, out, base, o_row, store,
-                             a_next, b_next)  # fmt: skip
+                rank1_kernel(a_pack[i], b_panel, kc, zero, out, base, o_row, store, a_next)
                 continue
-            rank1_kernel(a_pack[i], b_panel, kc, zero, tile, start, width, written,
-                         a_next, b_next)  # fmt: skip
+            rank1_kernel(a_pack[i], b_panel, kc, zero, tile, start, width, written, a_next)
             for r in range(mr):  # the edge of the matrix, or strided output rows
                 for q in range(nr):
                     if store:
@@ -347,19 +345,30 @@ def b_buffer(a: Storage, n: int, k: int) -> Any:
 
 @njit
 def split_tasks(a_panels: int, b_panels: int) -> tuple[int, int]:
-    """Panels of ``a`` and of ``b`` per parallel task (:data:`BLOCK_ROWS`,
+    """How many parallel tasks cut the panels of ``a`` and of ``b`` (:data:`BLOCK_ROWS`,
     :data:`BLOCK_PANELS`, :data:`TASKS_PER_THREAD`): tasks as tall as allowed, but at
     least :data:`TASKS_PER_THREAD` per thread, in a multiple of the threads; blocks of
-    columns only for products too short to give that many."""
+    columns only for products too short to give that many, or too wide for one. The
+    caller cuts evenly (:func:`task_span`)."""
     wanted, most = TASKS_PER_THREAD * THREADS, BLOCK_ROWS // TILE_ROWS
     row_tasks = max(wanted, (a_panels + most - 1) // most)
     row_tasks = min(a_panels, (row_tasks + THREADS - 1) // THREADS * THREADS)
-    rows_per = (a_panels + row_tasks - 1) // row_tasks
-    row_tasks = (a_panels + rows_per - 1) // rows_per
     col_tasks = 1
     while row_tasks * col_tasks < wanted and col_tasks < b_panels:
         col_tasks *= 2
-    return rows_per, min(BLOCK_PANELS, (b_panels + col_tasks - 1) // col_tasks)
+    col_tasks = max(col_tasks, (b_panels + BLOCK_PANELS - 1) // BLOCK_PANELS)
+    return row_tasks, min(b_panels, col_tasks)
+
+
+@njit(inline="always")
+def task_span(task: int, tasks: int, panels: int) -> tuple[int, int]:
+    """Task ``task`` of ``tasks``'s panels: sizes that differ by one at most. Numba gives
+    each thread an equal run of tasks, so equal tasks keep the threads equal: with
+    AVX2's 3-row tile a 512-row product is 171 panels of ``a``, and ten tasks of 18
+    (the last of 9) gave one of two threads 90 panels, the other 81; cut evenly, 86 and
+    85 (AVX2 code on Zen 4, n = 512, 2 threads: float32 191-196 GFLOP/s before, 203-204
+    after; float64 100 before, 103-105 after)."""
+    return task * panels // tasks, (task + 1) * panels // tasks
 
 
 @njit
@@ -436,18 +445,15 @@ def product(
         return
     b_pack = b_buffer(a, n, k)
     a_panels, b_panels = (m + TILE_ROWS - 1) // TILE_ROWS, b_pack.shape[0]
-    rows_per, cols_per = split_tasks(a_panels, b_panels)
-    row_tasks = (a_panels + rows_per - 1) // rows_per
-    col_tasks = (b_panels + cols_per - 1) // cols_per
+    row_tasks, col_tasks = split_tasks(a_panels, b_panels)
     for block in range((k + DEPTH - 1) // DEPTH):  # packed, then multiplied, block by block
         for panel in prange(b_panels):
             pack_b(b_pack, block, panel, b, b_base, b_row, b_col, k, n)
         for task in prange(row_tasks * col_tasks):  # the tasks of a block of columns together
-            i0, j0 = task % row_tasks * rows_per, task // row_tasks * cols_per
             multiply_block(
                 out, o_base, o_row, o_col, a, a_base, a_row, a_col, b_pack, block, m, n, k,
-                (i0, min(a_panels, i0 + rows_per)), (j0, min(b_panels, j0 + cols_per)),
-                overwrite and block == 0,
+                task_span(task % row_tasks, row_tasks, a_panels),
+                task_span(task // row_tasks, col_tasks, b_panels), overwrite and block == 0,
             )  # fmt: skip
 
 

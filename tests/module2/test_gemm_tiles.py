@@ -170,3 +170,34 @@ def test_the_driver_calls_gemm_into_with_the_ints_stage_4_passes() -> None:
     narrow = [sig for sig in fast_matmul.gemm_into.signatures
               if any(isinstance(t, types.Integer) and t.bitwidth < 64 for t in sig)]  # fmt: skip
     assert not narrow, f"gemm_into compiled for narrow ints: {narrow[0]}"
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_tasks_cut_the_panels_evenly_and_whole(
+    threads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``split_tasks`` and ``task_span`` (run as Python): every panel of ``a`` and of ``b``
+    in exactly one task, no task past :data:`BLOCK_ROWS` rows or :data:`BLOCK_PANELS`
+    panels, the row tasks a multiple of the threads where there are panels enough, and
+    each thread's run of tasks within one panel of the others' (a planted split with a
+    short last task gives one of two threads 90 of AVX2's 171 panels at n = 512)."""
+    monkeypatch.setattr(fast_matmul, "THREADS", threads)
+    split = fast_matmul.split_tasks.py_func
+    span = fast_matmul.task_span.py_func
+    caps = fast_matmul.BLOCK_ROWS // fast_matmul.TILE_ROWS, fast_matmul.BLOCK_PANELS
+    for a_panels in [1, 2, 3, 5, 7, 8, 9, 31, 32, 33, 86, 171, 342, 1000]:
+        for b_panels in [1, 2, 3, 8, 63, 64, 65, 129, 1000]:
+            row_tasks, col_tasks = split(a_panels, b_panels)
+            cuts = zip((row_tasks, col_tasks), (a_panels, b_panels), caps, strict=True)
+            for tasks, panels, cap in cuts:
+                spans = [span(t, tasks, panels) for t in range(tasks)]
+                assert [s[0] for s in spans] == [0] + [s[1] for s in spans[:-1]]
+                assert spans[-1][1] == panels and all(0 < e - s <= cap for s, e in spans)
+            if a_panels >= threads * fast_matmul.TASKS_PER_THREAD:
+                assert row_tasks % threads == 0, (a_panels, b_panels)
+                runs = [
+                    sum(e - s for s, e in (span(t, row_tasks, a_panels) for t in
+                        range(i * row_tasks // threads, (i + 1) * row_tasks // threads)))
+                    for i in range(threads)
+                ]  # fmt: skip
+                assert max(runs) - min(runs) <= 1, (a_panels, runs)
