@@ -92,6 +92,11 @@ would keep it out of the on-disk cache)."""
 SERIAL_MAX = 1 << 20
 """Products of fewer multiply-adds run on the calling thread: waking the thread pool
 twice cost more than the second core saved."""
+IN_PLACE_PANELS = 32
+"""A task reads a row-major ``a`` in place (:func:`multiply_block`) when it multiplies it
+by this many panels of ``b`` at most; past that, packing costs less than the kernel
+reading 3 or 8 rows far apart (float64 at n = 1024 and 2048, 64 panels a task: 95-96 /
+98-101 GFLOP/s in place against 96-98 / 99-103 packed, alternating processes)."""
 RANK1_FASTMATH = {"contract"}
 """Fused multiply-adds but no reassociation: with ``reassoc`` LLVM's loop vectorizer
 turns the 96 running sums into 96 reductions along ``k`` instead."""
@@ -292,41 +297,74 @@ def multiply_block(
 ) -> None:  # fmt: skip
     """Add block ``block`` of depth of ``a``'s panels ``rows[0]:rows[1]`` times the
     packed panels ``cols[0]:cols[1]`` of ``b`` to ``out`` (with ``store``, write it over
-    what ``out`` holds: the first block of an overwriting product). Pack those panels
-    of ``a`` (:func:`pack_a`: they stay in L2), then for each panel of ``b`` (it streams
-    from L2 and L3, prefetched), for each panel of ``a``, one call of the micro-kernel.
+    what ``out`` holds: the first block of an overwriting product): for each panel of
+    ``b`` (it streams from L2 and L3), for each panel of ``a``, one call of the
+    micro-kernel.
 
-    Each task packs its own rows of ``a``, just before it multiplies them: packed in a
-    parallel loop of their own, every panel went through L3 (or memory) on its way from
-    the packing to the kernel, and the loop was one more wait for every thread.
+    A row-major ``a`` (unit stride along ``k``, its rows whole inside its storage), in a
+    task of at most :data:`IN_PLACE_PANELS` panels of ``b``, is read where it lies: a
+    panel is a view ``(kc, TILE_ROWS)`` of ``a`` with strides ``(1, a_row)``, whose rows
+    the kernel reads as 3 or 8 streams in order, which the cache follows. Packing them
+    first took 9% of a 256 x 256 product (AVX2 code on Zen 4, float32: 26 us of pack_a
+    against 300 of the kernel). Read in place, GFLOP/s, two threads (one), n = 128 /
+    256 / 512 / 1024, float32: AVX-512 code 136-138 / 184 / 211 / 213-215 to 154 /
+    196-197 / 219-220 / 213; AVX2 code 124-127 / 169-171 (94) / 203-204 (104-105) /
+    207-210 to 134 / 180 (103) / 211 (109-110) / 214-215.
+
+    Any other ``a`` (a transpose, rows past its storage, the rows past ``m``) is packed
+    by :func:`pack_a`, each task its own panels just before it multiplies them: packed
+    in a parallel loop of their own, every panel went through L3 (or memory) on its way
+    from the packing to the kernel, and the loop was one more wait for every thread.
     Measured against that (Zen 4, 2 threads, best of 7 alternating rounds, GFLOP/s,
     float64 / float32): n = 256 93.7 / 179 to 95.3 / 184, 1024 99.1 / 202 to 103 / 208;
     AVX2 code 73 / 136 to 84 / 163 at 256, 93 / 187 to 98 / 194 at 1024."""
     width, depth = b_pack.shape[2], b_pack.shape[1]
-    kc, count = min(DEPTH, k - block * DEPTH), rows[1] - rows[0]
+    p0, count = block * DEPTH, rows[1] - rows[0]
+    kc = min(DEPTH, k - p0)
+    in_place = a_col == 1 and a_row >= k and a_base + m * a_row <= len(a)
+    in_place = in_place and cols[1] - cols[0] <= IN_PLACE_PANELS
+    # a as an (m, a_row) matrix where it is read in place (else an empty one)
+    a_rows = a[a_base : a_base + m * a_row if in_place else a_base]
+    a_rows = a_rows.reshape((m, a_row) if in_place else (0, 1))
     a_pack = empty_aligned((count, depth, TILE_ROWS), b_pack)
     for i in range(count):
-        pack_a(a_pack[i], block, (rows[0] + i) * TILE_ROWS, a, a_base, a_row, a_col, m, k)
+        r0 = (rows[0] + i) * TILE_ROWS
+        if not in_place or r0 + TILE_ROWS > m:
+            pack_a(a_pack[i], block, r0, a, a_base, a_row, a_col, m, k)
     tile = np.zeros(TILE_ROWS * width, b_pack.dtype)  # an edge tile, row by row
     zero, start, written = tile[0], unliteral(0), unliteral(True)  # (one compiled kernel)
     for jp in range(cols[0], cols[1]):
         b_panel = b_pack[jp]
         nr = min(width, n - jp * width)
+        a_panel = a_panel_at(a_rows, a_pack, rows[0], 0, p0, kc, m)
         for i in range(count):
             ip = rows[0] + i
             mr = min(TILE_ROWS, m - ip * TILE_ROWS)
             base = o_base + ip * TILE_ROWS * o_row + jp * width * o_col
-            a_next = a_pack[i + 1 if i + 1 < count else 0]  # the next call's
+            a_next = a_panel_at(a_rows, a_pack, rows[0], i + 1 if i + 1 < count else 0, p0, kc, m)
             if mr == TILE_ROWS and nr == width and o_col == 1:  # the tile, whole
-                rank1_kernel(a_pack[i], b_panel, kc, zero, out, base, o_row, store, a_next)
-                continue
-            rank1_kernel(a_pack[i], b_panel, kc, zero, tile, start, width, written, a_next)
-            for r in range(mr):  # the edge of the matrix, or strided output rows
-                for q in range(nr):
-                    if store:
-                        out[base + r * o_row + q * o_col] = tile[r * width + q]
-                    else:
-                        out[base + r * o_row + q * o_col] += tile[r * width + q]
+                rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, a_next)
+            else:
+                rank1_kernel(a_panel, b_panel, kc, zero, tile, start, width, written, a_next)
+                for r in range(mr):  # the edge of the matrix, or strided output rows
+                    for q in range(nr):
+                        if store:
+                            out[base + r * o_row + q * o_col] = tile[r * width + q]
+                        else:
+                            out[base + r * o_row + q * o_col] += tile[r * width + q]
+            a_panel = a_next
+
+
+@njit(inline="always")
+def a_panel_at(a_rows: Any, a_pack: Any, first: int, i: int, p0: int, kc: int, m: int) -> Any:
+    """Panel ``first + i`` of ``a`` for :func:`multiply_block`: a view of ``a_rows``
+    (``(kc, TILE_ROWS)``, strides ``(1, a_row)``) where ``a`` is read in place and the
+    panel's rows are all inside the matrix, else ``a_pack[i]``. One type either way
+    (any layout), so one compiled micro-kernel serves both."""
+    r0 = (first + i) * TILE_ROWS
+    if a_rows.shape[0] > 0 and r0 + TILE_ROWS <= m:
+        return a_rows[r0 : r0 + TILE_ROWS, p0 : p0 + kc].T
+    return a_pack[i]
 
 
 @njit

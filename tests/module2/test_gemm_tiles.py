@@ -201,3 +201,39 @@ def test_tasks_cut_the_panels_evenly_and_whole(
                     for i in range(threads)
                 ]  # fmt: skip
                 assert max(runs) - min(runs) <= 1, (a_panels, runs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+def test_gemm_reads_a_row_major_a_in_place_at_each_boundary(dtype: type, parallel: bool) -> None:
+    """``multiply_block`` reads a row-major ``a`` where it lies, and packs it otherwise:
+    against NumPy for ``n`` one panel short of, at and past :data:`IN_PLACE_PANELS`
+    panels of ``b`` (a task's), ``m`` two whole tiles and one row (the last panel
+    packed, the others in place), and ``a`` as a column slice of a wider matrix (rows
+    ``k + 3`` apart): at the start of its storage (in place) and at the end, where its
+    last row ends before a whole ``a_row`` does (packed; read in place it would run past
+    the storage). On the calling thread (``k = 5``) and in parallel (``k`` deep enough
+    for :data:`SERIAL_MAX`). Planted bugs caught: the view's strides swapped; the
+    storage bound left out."""
+    width = fast_matmul.tile_cols(np.zeros(1, dtype))
+    m = 2 * fast_matmul.TILE_ROWS + 1
+    rng = np.random.default_rng(int(parallel))
+    for panels in (fast_matmul.IN_PLACE_PANELS - 1, fast_matmul.IN_PLACE_PANELS,
+                   fast_matmul.IN_PLACE_PANELS + 1):  # fmt: skip
+        n = panels * width - 1
+        k = fast_matmul.SERIAL_MAX // (m * n) + 1 if parallel else 5
+        assert (m * n * k >= fast_matmul.SERIAL_MAX) == parallel
+        b = rng.uniform(-1, 1, (k, n)).astype(dtype)
+        wide = rng.uniform(-1, 1, (m, k + 3)).astype(dtype)
+        for first in (0, 3):  # the slice wide[:, :k], or wide[:, 3:]
+            a = wide[:, first : first + k]
+            storage = wide.reshape(-1)
+            if first:  # its last row ends at the storage's end
+                assert first + m * (k + 3) > storage.size
+            out = np.full((m, n), np.nan, dtype)
+            fast_matmul.gemm_into(out.reshape(-1), 0, n, 1, storage, first, k + 3, 1,
+                                  b.reshape(-1), 0, n, 1, m, n, k, True)  # fmt: skip
+            expected = a.astype(np.float64) @ b.astype(np.float64)
+            tol = 1e-12 if dtype is np.float64 else 1e-4
+            np.testing.assert_allclose(out, expected, rtol=tol, atol=tol * k,
+                                       err_msg=f"{panels} panels, a at {first}")  # fmt: skip
