@@ -306,10 +306,11 @@ def multiply_block(
     panel is a view ``(kc, TILE_ROWS)`` of ``a`` with strides ``(1, a_row)``, whose rows
     the kernel reads as 3 or 8 streams in order, which the cache follows. Packing them
     first took 9% of a 256 x 256 product (AVX2 code on Zen 4, float32: 26 us of pack_a
-    against 300 of the kernel). Read in place, GFLOP/s, two threads (one), n = 128 /
-    256 / 512 / 1024, float32: AVX-512 code 136-138 / 184 / 211 / 213-215 to 154 /
-    196-197 / 219-220 / 213; AVX2 code 124-127 / 169-171 (94) / 203-204 (104-105) /
-    207-210 to 134 / 180 (103) / 211 (109-110) / 214-215.
+    against 300 of the kernel). Read in place, GFLOP/s at n = 128 / 256 / 512 / 1024,
+    two threads, float32: AVX-512 code 136-138 / 184 / 211 / 213-215 to 151-154 /
+    197-199 / 217-219 / 210-214, AVX2 code 124-127 / 169-171 / 203-204 / 207-210 to
+    139-142 / 186-187 / 212-214 / 212-215 (one thread at 256 / 512: 94 / 104-105 to 103
+    / 109-110); float64 78-79 / 97 / 106 / 105 to 83 / 100 / 107-108 / 105-106.
 
     Any other ``a`` (a transpose, rows past its storage, the rows past ``m``) is packed
     by :func:`pack_a`, each task its own panels just before it multiplies them: packed
