@@ -63,8 +63,9 @@ KERNELS: dict[str, list[tuple[str, str]]] = {
     ],
 }
 """Each family's kernels, as (module, attribute) pairs that callers look up at call time
-(``Class.method`` for a Function's static forward or backward). A module that is not
-there (a handout has none of the reference's fast paths) is passed over."""
+(``Class.method`` for a Function's static forward or backward). A module or an
+attribute that is not there (a handout has none of the reference's fast paths, some of
+which live in files a handout has) is passed over."""
 
 PYTHON = "Python (graph, dispatch, allocation)"
 
@@ -97,9 +98,12 @@ def kernel_profile() -> Iterator[dict[str, float]]:
                 except ModuleNotFoundError:
                     continue
                 *outer, attribute = path.split(".")
-                for name in outer:  # a class: its static method
-                    owner = getattr(owner, name)
-                raw = owner.__dict__[attribute] if outer else getattr(owner, attribute)
+                try:
+                    for name in outer:  # a class: its static method
+                        owner = getattr(owner, name)
+                    raw = owner.__dict__[attribute] if outer else getattr(owner, attribute)
+                except (AttributeError, KeyError):  # a handout: no reference fast path
+                    continue
                 original = raw.__func__ if isinstance(raw, staticmethod) else raw
                 timed = _timed(original, family, times, depth)
                 saved.append((owner, attribute, raw))
