@@ -95,8 +95,7 @@ twice cost more than the second core saved."""
 IN_PLACE_PANELS = 32
 """A task reads a row-major ``a`` in place (:func:`multiply_block`) when it multiplies it
 by this many panels of ``b`` at most; past that, packing costs less than the kernel
-reading 3 or 8 rows far apart (float64 at n = 1024 and 2048, 64 panels a task: 95-96 /
-98-101 GFLOP/s in place against 96-98 / 99-103 packed, alternating processes)."""
+reading 3 or 8 rows far apart (float64 lost 1-2% at n = 1024-2048 in place)."""
 RANK1_FASTMATH = {"contract"}
 """Fused multiply-adds but no reassociation: with ``reassoc`` LLVM's loop vectorizer
 turns the 96 running sums into 96 reductions along ``k`` instead."""
@@ -123,9 +122,7 @@ def rank1_kernel_source(rows: int, cols: int) -> str:
     output rows it will add to, and, one row per step of ``k``, the panel of ``a`` the
     next call reads (``a_next``). Not the next panel of ``b``: that is the one this call
     reads for all but the last panel of ``a`` of a task, and the hints only took load
-    slots (AVX2 code on Zen 4, float32, 2 threads, n = 256 / 512 / 1024: 168-169 / 190-192 /
-    203-204 GFLOP/s with them, 171-172 / 194-195 / 210 without; AVX-512 code the same
-    either way)."""
+    slots (AVX2 code 2-4% slower with them; docs/benchmarks.md)."""
     sums = [[f"s{r}_{q}" for q in range(cols)] for r in range(rows)]
     lines = ["def rank1_kernel(a_panel, b_panel, kc, zero, out, base, o_row, store, a_next):"]
     lines += [f"    prefetch(out, base + {r} * o_row)" for r in range(rows)]
@@ -305,12 +302,8 @@ def multiply_block(
     task of at most :data:`IN_PLACE_PANELS` panels of ``b``, is read where it lies: a
     panel is a view ``(kc, TILE_ROWS)`` of ``a`` with strides ``(1, a_row)``, whose rows
     the kernel reads as 3 or 8 streams in order, which the cache follows. Packing them
-    first took 9% of a 256 x 256 product (AVX2 code on Zen 4, float32: 26 us of pack_a
-    against 300 of the kernel). Read in place, GFLOP/s at n = 128 / 256 / 512 / 1024,
-    two threads, float32: AVX-512 code 136-138 / 184 / 211 / 213-215 to 151-154 /
-    197-199 / 217-219 / 210-214, AVX2 code 124-127 / 169-171 / 203-204 / 207-210 to
-    139-142 / 186-187 / 212-214 / 212-215 (one thread at 256 / 512: 94 / 104-105 to 103
-    / 109-110); float64 78-79 / 97 / 106 / 105 to 83 / 100 / 107-108 / 105-106.
+    first took 9% of a 256 x 256 product; read in place, float32 at n = 256 went from
+    184 to 197 GFLOP/s (docs/benchmarks.md, the fifth round).
 
     Any other ``a`` (a transpose, rows past its storage, the rows past ``m``) is packed
     by :func:`pack_a`, each task its own panels just before it multiplies them: packed
@@ -405,8 +398,7 @@ def task_span(task: int, tasks: int, panels: int) -> tuple[int, int]:
     each thread an equal run of tasks, so equal tasks keep the threads equal: with
     AVX2's 3-row tile a 512-row product is 171 panels of ``a``, and ten tasks of 18
     (the last of 9) gave one of two threads 90 panels, the other 81; cut evenly, 86 and
-    85 (AVX2 code on Zen 4, n = 512, 2 threads: float32 191-196 GFLOP/s before, 203-204
-    after; float64 100 before, 103-105 after)."""
+    85 (4-6% faster)."""
     return task * panels // tasks, (task + 1) * panels // tasks
 
 
